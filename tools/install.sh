@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install llm_nb into the active Python environment, idempotently.
+#   bash tools/install.sh          # the package + llama.cpp (GGUF export, CPU server)
+#   bash tools/install.sh --dev    # ... + test/docs tools
+# Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
+# `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
+# llama-cpp-python is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with
+# SIGILL on quantized models here), and its wheel is cached outside the repo keyed by version + flags.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LLAMA_CPP_VERSION=${LLAMA_CPP_VERSION:-0.3.36}
+TORCH_CPU=${TORCH_CPU:-2.13.0}
+CACHE=${LLM_NB_CACHE:-$HOME/.cache/llm_nb}
+extras="gguf"
+[ "${1:-}" = "--dev" ] && extras="gguf,dev"
+PIP="python -m pip"
+t0=$(date +%s)
+
+if ! python -c "import torch" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then $PIP install torch
+  else $PIP install "torch==$TORCH_CPU"; fi
+fi
+
+# llama.cpp: one pinned source (the llama-cpp-python sdist vendors llama.cpp, its GGUF converter and gguf-py)
+src_dir="$CACHE/llama/llama_cpp_python-$LLAMA_CPP_VERSION"
+if [ ! -f "$src_dir/vendor/llama.cpp/convert_hf_to_gguf.py" ]; then
+  mkdir -p "$CACHE/llama"
+  $PIP download -q --no-binary :all: --no-deps "llama-cpp-python==$LLAMA_CPP_VERSION" -d "$CACHE/llama"
+  tar xzf "$CACHE/llama/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz" -C "$CACHE/llama"
+fi
+# Skip llama.cpp's `common` library and tools: the Python binding needs neither, and it halves the build.
+inc="$CACHE/llama/no_common.cmake"
+echo 'set(LLAMA_BUILD_COMMON OFF CACHE BOOL "" FORCE)' > "$inc"
+cmake_args="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+key=$(echo "$cmake_args $(uname -m)" | md5sum | cut -c1-8)
+wheel_dir="$CACHE/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$key"
+if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python $LLAMA_CPP_VERSION (portable, ~3-5 min, cached afterwards in $wheel_dir)"
+  mkdir -p "$wheel_dir.tmp"
+  CMAKE_ARGS="$cmake_args -DCMAKE_PROJECT_llama.cpp_INCLUDE=$inc" \
+    $PIP wheel -q --no-deps -w "$wheel_dir.tmp" "$src_dir"
+  rm -rf "$wheel_dir" && mv "$wheel_dir.tmp" "$wheel_dir"
+fi
+$PIP install -q --no-deps "$wheel_dir"/llama_cpp_python-*.whl
+$PIP install -q -e ".[$extras]"
+echo "llm_nb installed ($extras) in $(( $(date +%s) - t0 ))s"
