@@ -1,0 +1,53 @@
+"The `llm_nb` command as a user types it: bad configs give one line per problem naming the key, and exit 2."
+import json
+from pathlib import Path
+from conftest import llm_nb_cmd
+
+def write(tmp_path, text):
+    p = tmp_path/"cfg.yaml"; p.write_text(text); return p
+
+def test_unknown_key_named_with_line_and_suggestion(tmp_path):
+    p = write(tmp_path, "run:\n  name: x\ntrain:\n  max_step: 10\n")
+    r = llm_nb_cmd("check", p)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"llm_nb: error: {p}:4: unknown key 'train.max_step' (did you mean 'max_steps'?)"
+
+def test_wrong_type_named(tmp_path):
+    p = write(tmp_path, "lora:\n  r: eight\n")
+    r = llm_nb_cmd("check", p)
+    assert r.returncode == 2
+    line, = r.stderr.strip().splitlines()
+    assert line.startswith(f"llm_nb: error: {p}:2: lora.r: ") and "'eight'" in line
+
+def test_missing_input_path(tmp_path):
+    p = write(tmp_path, f"synth: {{n_records: 0}}\ningest:\n  paths: ['{tmp_path}/nothing/*.jsonl']\n")
+    r = llm_nb_cmd("check", p)
+    assert r.returncode == 2 and "ingest.paths[0]: no file matches" in r.stderr
+
+def test_good_config_checks(tmp_path):
+    r = llm_nb_cmd("check", write(tmp_path, "train:\n  max_steps: 3\n"))
+    assert r.returncode == 0 and r.stdout.strip().endswith(": OK")
+
+def test_unknown_stage(tmp_path):
+    r = llm_nb_cmd("demo", "--root", tmp_path, "--stages", "synth,cleen")
+    assert r.returncode == 2 and "unknown stage(s) ['cleen']" in r.stderr
+
+def test_stages_run_alone_on_own_files(tmp_path):
+    "The data stages through the CLI, then `clean` again alone on the files already there."
+    r = llm_nb_cmd("demo", "--root", tmp_path, "--name", "d", "--stages", "synth,ingest,clean")
+    assert r.returncode == 0, r.stderr
+    run = tmp_path/"d"
+    assert "lines read 687 = kept 680 + quarantined 5 + blank 2 -> OK" in r.stdout
+    rep = json.loads((run/"report.json").read_text())
+    assert rep["summary"]["stages_run"] == ["synth", "ingest", "clean"]
+    r = llm_nb_cmd("run", run/"config.yaml", "--stages", "clean", "--set", "clean.min_chars=1000")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((run/"report.json").read_text())
+    assert rep["stages"]["clean"]["too_short"] == rep["stages"]["clean"]["rows_in"]
+    assert rep["stages"]["ingest"]["kept"] == 680  # untouched
+
+def test_env_report():
+    r = llm_nb_cmd("env")
+    assert r.returncode == 0
+    out = json.loads(r.stdout)
+    assert out["recommend"]["dtype"] in ("float32", "bfloat16", "float16") and "torch" in out["report"]

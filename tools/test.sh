@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): notebooks are the source of truth, so check that
+#   1. llm_nb/ is exactly what nbdev_export makes of nbs/, and README.md what tools/readme.py makes of index.ipynb,
+#   2. notebooks are committed clean (nbdev_clean changes nothing),
+#   3. every notebook runs top to bottom (nbdev_test; `#| gpu` cells skipped on machines without one),
+#   4. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
+# then print one closing line: "test: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
+export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
+passed=0; failed=0
+check() { # name, command...
+  local name=$1; shift
+  if "$@"; then passed=$((passed+1)); echo "ok: $name"; else failed=$((failed+1)); echo "FAILED: $name"; fi
+}
+in_sync() { nbdev_export && git diff --quiet -- llm_nb && [ -z "$(git ls-files --others --exclude-standard -- llm_nb)" ] \
+  || { git status --short -- llm_nb; echo "llm_nb/ differs from nbdev_export of nbs/: edit notebooks, export, commit"; return 1; }; }
+clean_nbs() { nbdev_clean && git diff --quiet -- nbs \
+  || { git diff --stat -- nbs; echo "notebooks are not clean: run nbdev_clean and commit"; return 1; }; }
+check "module in sync with notebooks" in_sync
+check "README.md in sync with index.ipynb" python tools/readme.py --check
+check "notebooks clean" clean_nbs
+
+# every notebook top to bottom; count per notebook
+nb_total=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' | wc -l)
+nb_log=$(mktemp)
+nbdev_test --n_workers 2 --do_print 2>&1 | tee "$nb_log"
+nb_failed=$(awk '/nbdev Tests Failed On The Following Notebooks/{f=1;next} f && /\.ipynb/{n++} END{print n+0}' "$nb_log")
+if ! grep -q "^Success" "$nb_log" && [ "$nb_failed" -eq 0 ]; then nb_failed=$nb_total; fi
+passed=$((passed + nb_total - nb_failed)); failed=$((failed + nb_failed))
+echo "notebooks: $((nb_total - nb_failed)) of $nb_total ran top to bottom"
+
+# pytest
+py_log=$(mktemp)
+python -m pytest tests/ -q -p no:cacheprovider 2>&1 | tee "$py_log"; rc=${PIPESTATUS[0]}
+summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$py_log" | tail -1)
+py_passed=$(echo "$summary" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || true); py_passed=${py_passed:-0}
+py_failed=$(echo "$summary" | grep -Eo '[0-9]+ (failed|errors?)' | grep -Eo '[0-9]+' | awk '{s+=$1} END{print s+0}')
+if [ "$rc" -eq 5 ]; then echo "pytest collected no test"; py_failed=$((py_failed + 1)); fi
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "${py_failed:-0}" -eq 0 ]; then py_failed=1; fi
+passed=$((passed + py_passed)); failed=$((failed + ${py_failed:-0}))
+
+echo "test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
