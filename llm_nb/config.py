@@ -119,7 +119,7 @@ class BenchCfg(Section):
     "Streamed requests against the served endpoint."
     n_requests: int = Field(5, gt=0)
     max_tokens: int = Field(32, gt=0)
-    prompt: str = "这个手机"  # prompt prefix; request i appends nothing more in the thin path
+    prompt: str = "这个手机"  # sent with every request
     timeout: float = 60.0  # seconds per request
 
 # %% ../nbs/00_config.ipynb #37398332
