@@ -20,9 +20,9 @@ def test_wrong_type_named(tmp_path):
     assert line.startswith(f"llm_nb: error: {p}:2: lora.r: ") and "'eight'" in line
 
 def test_missing_input_path(tmp_path):
-    p = write(tmp_path, f"synth: {{n_records: 0}}\ningest:\n  paths: ['{tmp_path}/nothing/*.jsonl']\n")
+    p = write(tmp_path, f"synth: {{n_records: 0}}\ningest:\n  sources:\n    - path: '{tmp_path}/nothing/*.jsonl'\n")
     r = llm_nb_cmd("check", p)
-    assert r.returncode == 2 and "ingest.paths[0]: no file matches" in r.stderr
+    assert r.returncode == 2 and "ingest.sources[0].path: no file matches" in r.stderr
 
 def test_good_config_checks(tmp_path):
     r = llm_nb_cmd("check", write(tmp_path, "train:\n  max_steps: 3\n"))
@@ -37,13 +37,14 @@ def test_stages_run_alone_on_own_files(tmp_path):
     r = llm_nb_cmd("demo", "--root", tmp_path, "--name", "d", "--stages", "synth,ingest,clean")
     assert r.returncode == 0, r.stderr
     run = tmp_path/"d"
-    assert "lines read 687 = kept 680 + quarantined 5 + blank 2 -> OK" in r.stdout
+    assert "records read 685 = kept 680 + quarantined 5 -> OK (2 blank lines" in r.stdout
     rep = json.loads((run/"report.json").read_text())
     assert rep["summary"]["stages_run"] == ["synth", "ingest", "clean"]
     r = llm_nb_cmd("run", run/"config.yaml", "--stages", "clean", "--set", "clean.min_chars=1000")
     assert r.returncode == 0, r.stderr
     rep = json.loads((run/"report.json").read_text())
-    assert rep["stages"]["clean"]["too_short"] == rep["stages"]["clean"]["rows_in"]
+    cl = rep["stages"]["clean"]
+    assert cl["rejected"]["too_short"] + cl["rejected"]["sensitive"] == cl["rows_in"]
     assert rep["stages"]["ingest"]["kept"] == 680  # untouched
 
 def test_env_report():
