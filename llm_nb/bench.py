@@ -4,7 +4,7 @@
 
 # %% ../nbs/42_bench.ipynb #4b04cac4
 from __future__ import annotations
-import json, statistics, time
+import json, time
 from pathlib import Path
 import httpx
 import numpy as np
@@ -67,15 +67,15 @@ def request_metrics(results:list[dict], count_tokens, duration:float) -> dict:
 # %% ../nbs/42_bench.ipynb #c3a5fda2
 def plot_latencies(results:list[dict], path:Path) -> Path:
     "Per-request TTFT and E2EL bars, saved as PNG."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
     good = [r for r in results if r["ok"]]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     x = np.arange(len(good))
     ax.bar(x, [r["e2el"] * 1000 for r in good], label="E2EL", color="#9ecae1")
     ax.bar(x, [r["ttft"] * 1000 for r in good], label="TTFT", color="#3182bd")
     ax.set_xlabel("request"); ax.set_ylabel("ms"); ax.set_title("Streamed completions"); ax.legend()
-    fig.tight_layout(); fig.savefig(path, dpi=100); plt.close(fig)
+    fig.tight_layout(); fig.savefig(path, dpi=100)
     return path
 
 # %% ../nbs/42_bench.ipynb #3ccfb3d6

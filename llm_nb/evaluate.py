@@ -5,7 +5,6 @@
 # %% ../nbs/30_evaluate.ipynb #4f69fbb7
 from __future__ import annotations
 import json, math, time
-from pathlib import Path
 import torch
 
 # %% auto #0

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_ingest.ipynb #192668e8
 from __future__ import annotations
-import csv, glob, hashlib, io, json, random, re, sys, time, datetime as dt
+import csv, glob, hashlib, json, random, re, time, datetime as dt
 from pathlib import Path
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_run.ipynb #fb825809
 from __future__ import annotations
-import hashlib, json, time, datetime as dt
+import hashlib, json, datetime as dt
 from pathlib import Path
 from .config import Config, to_yaml, expand
 from .env import _version

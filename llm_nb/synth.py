@@ -5,7 +5,6 @@
 # %% ../nbs/03_synth.ipynb #afa51177
 from __future__ import annotations
 import json, random
-from pathlib import Path
 
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',

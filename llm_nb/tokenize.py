@@ -5,7 +5,6 @@
 # %% ../nbs/21_tokenize.ipynb #c2a6817d
 from __future__ import annotations
 import json, time
-from pathlib import Path
 
 # %% auto #0
 __all__ = ['tokenize_batch', 'pack_batch', 'run_tokenize']

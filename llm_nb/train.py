@@ -6,7 +6,6 @@
 from __future__ import annotations
 import json, math, time
 from pathlib import Path
-import torch
 
 # %% auto #0
 __all__ = ['training_args', 'NanGuard', 'plot_loss', 'run_train']
@@ -36,13 +35,13 @@ class NanGuard(TrainerCallback):
 # %% ../nbs/22_train.ipynb #a8af04f5
 def plot_loss(history:list, path:Path):
     "Save the training loss curve from a Trainer `log_history` as PNG."
-    import matplotlib; matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
     pts = [(h["step"], h["loss"]) for h in history if "loss" in h]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     ax.plot(*zip(*pts), marker="o"); ax.set_xlabel("step"); ax.set_ylabel("training loss"); ax.grid(alpha=.3)
     ax.set_title("LoRA training loss")
-    fig.tight_layout(); fig.savefig(path, dpi=100); plt.close(fig)
+    fig.tight_layout(); fig.savefig(path, dpi=100)
     return path
 
 # %% ../nbs/22_train.ipynb #617cdfe5

@@ -1,4 +1,4 @@
-import subprocess, sys, pytest
+import subprocess, pytest
 from llm_nb.config import demo_config
 from llm_nb.pipeline import run_pipeline
 

@@ -1,6 +1,5 @@
 "The `llm_nb` command as a user types it: bad configs give one line per problem naming the key, and exit 2."
 import json
-from pathlib import Path
 from conftest import llm_nb_cmd
 
 def write(tmp_path, text):

@@ -1,0 +1,57 @@
+"""Bench input: ../shared/data/online_shopping_10_cats.csv scaled up with perturbations, written by DuckDB as an
+ingest part (the Parquet schema llm_nb.ingest writes), so both sides of a benchmark read the same file."""
+import duckdb, random
+from pathlib import Path
+
+CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/"online_shopping_10_cats.csv"
+
+def sensitive_words(n:int, seed:int=0) -> list[str]:
+    "`n` words: the demo's four plus random 3-4 character CJK strings (mostly absent from the corpus)."
+    r = random.Random(seed)
+    words = ["赌博网站", "代开发票", "casino-bonus", "miracle-cure"]
+    while len(words) < n: words.append("".join(chr(r.randint(0x4E00, 0x9FA5)) for _ in range(r.randint(3, 4))))
+    return words
+
+def make_input(out:Path, scale:int=20, threads:int=2) -> dict:
+    """Copy 0 is the corpus as is; copy k>0 perturbs each review deterministically: 1/5 get a character inserted
+    (near duplicates), 1/20 a phone number, 1/50 an email, 1/100 a sensitive word, 1/10 extra spaces and a CRLF
+    (exact duplicates after normalization); the rest are exact copies."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(config=dict(threads=threads))
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"""COPY (
+      WITH src AS (SELECT row_number() OVER () AS i, coalesce(review, '') AS review FROM read_csv('{CSV}', header=true, all_varchar=true)),
+      x AS (SELECT i, k, review, hash(i * 1000003 + k) % 100 AS h FROM src, range({scale}) t(k))
+      SELECT CASE WHEN k = 0 THEN review
+                  WHEN h < 20 THEN substr(review, 1, length(review) // 2) || '的' || substr(review, length(review) // 2 + 1)
+                  WHEN h < 25 THEN review || ' 电话1' || (3 + h % 7)::VARCHAR || lpad(((i * 7919 + k) % 1000000000)::VARCHAR, 9, '0')
+                  WHEN h < 27 THEN review || ' 邮箱 user' || i::VARCHAR || '@example.com'
+                  WHEN h = 27 THEN review || ' 代开发票'
+                  WHEN h < 38 THEN '  ' || replace(review, '，', ' ，  ') || chr(13) || chr(10)
+                  ELSE review END AS text,
+             'shop' AS source, 'shop_x{scale}.csv' AS file, (k * 100000 + i)::BIGINT AS line,
+             TIMESTAMPTZ '2026-01-01 00:00:00+00' AS ingest_time, '{{}}' AS meta
+      FROM x ORDER BY k, i) TO '{out}' (FORMAT parquet, ROW_GROUP_SIZE 100000)""")
+    rows, chars = con.execute(f"SELECT count(*), sum(strlen(text)) FROM read_parquet('{out}')").fetchone()
+    return dict(rows=rows, text_bytes=chars, file_bytes=out.stat().st_size)
+
+
+# appended to a measured child's code: its own peak RSS. /proc's VmHWM starts afresh at exec, while ru_maxrss from
+# wait4 keeps the high-water mark of the (large) parent that forked the child, which inflated early measurements.
+PEAK = "\nprint('PEAK', next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')) / 1024)\n"
+
+def run_measured(code:str, *args) -> dict:
+    "Run `code` in a fresh Python: wall seconds, its own peak RSS (MiB) and the JSON after its RESULT marker."
+    import subprocess, sys, time, json
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code + PEAK, *map(str, args)], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0: raise RuntimeError(p.stderr[-3000:])
+    res = json.loads(p.stdout.split("RESULT", 1)[1].split("\nPEAK", 1)[0])
+    return dict(wall_s=wall, rss_mib=float(p.stdout.rsplit("PEAK", 1)[1]), result=res)
+
+def make_input_in_child(out, scale:int) -> dict:
+    "`make_input` in a subprocess, so this process stays small (its children start from its image)."
+    import subprocess, sys, json
+    code = f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); from _data import make_input; from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale})))"
+    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])

@@ -1,0 +1,86 @@
+"""Benchmark: llm_nb's DuckDB clean vs a straightforward pandas implementation of the same job, in one run.
+
+Job (both sides, same input Parquet = an ingest part built from ../shared/data/online_shopping_10_cats.csv ×SCALE with
+perturbations): normalize keeping newlines → redact PII (email, ID number, bank card, phone) → drop texts with a
+sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and rejected rows.
+Each side runs in its own subprocess; wall time and the child's own peak RSS (VmHWM) are measured side by side.
+Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat).
+
+    python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB]
+"""
+import argparse, json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import make_input_in_child, run_measured, sensitive_words
+
+LLM_NB = r'''
+import json, sys
+from llm_nb.config import load_config
+from llm_nb.run import Run
+from llm_nb.clean import run_clean
+root, words, mem = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words, "clean.near_dedup": False,
+                           "clean.min_chars": 1, "clean.max_symbol_ratio": 1, "clean.max_digit_ratio": 1,
+                           "clean.max_dup_line_ratio": 1, "clean.memory_limit": mem, "clean.threads": 2})
+c = run_clean(cfg, Run(cfg.run.root + "/bench", cfg))
+print("RESULT", json.dumps(dict(rows_out=c["rows_out"], exact_dup=c["rejected"].get("exact_dup", 0),
+                                sensitive=c["rejected"].get("sensitive", 0), pii=c["pii"])))
+'''
+
+PANDAS = r'''
+import json, re, sys
+import pandas as pd
+root, words = sys.argv[1], json.loads(sys.argv[2])
+df = pd.read_parquet(f"{root}/bench/ingest/parts/input.parquet", columns=["text", "source", "file", "line", "meta"])
+t = df.text
+t = t.str.replace(r"\r\n?", "\n", regex=True).str.replace("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u200b]", "", regex=True)
+t = t.str.replace(r"[ \t]+", " ", regex=True).str.replace(r" ?\n ?", "\n", regex=True).str.replace(r"\n{3,}", "\n\n", regex=True).str.strip(" \n")
+pii = {}
+for name, pat, rep in [("email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}", "<EMAIL>"),
+                       ("id_number", r"(?<![0-9A-Za-z])[1-9][0-9]{5}(?:18|19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])[0-9]{3}[0-9Xx](?![0-9A-Za-z])", "<ID_NUMBER>"),
+                       ("bank_card", r"(?<![0-9])[3-6][0-9]{15,18}(?![0-9])", "<BANK_CARD>"),
+                       ("phone", r"(?<![0-9])(?:\+?86[- ]?)?1[3-9][0-9]{9}(?![0-9])", "<PHONE>")]:
+    pii[name] = int(t.str.count(pat).sum())
+    t = t.str.replace(pat, rep, regex=True)
+df["text"] = t
+sens = df.text.str.contains("(?i)(?:" + "|".join(re.escape(w) for w in words) + ")", regex=True)
+empty = df.text.str.len() < 1
+df["reason"] = None
+df.loc[empty, "reason"] = "too_short"
+df.loc[sens, "reason"] = "sensitive"
+ok = df[df.reason.isna()].sort_values(["file", "line"])
+dup = ok.duplicated(subset="text", keep="first")
+kept = ok[~dup]
+rejected = pd.concat([df[df.reason.notna()], ok[dup].assign(reason="exact_dup")])
+kept.to_parquet(f"{root}/pandas_clean.parquet"); rejected.to_parquet(f"{root}/pandas_rejected.parquet")
+print("RESULT", json.dumps(dict(rows_out=len(kept), exact_dup=int(dup.sum()), sensitive=int(sens.sum()), pii=pii)))
+'''
+
+def main():
+    ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=20); ap.add_argument("--memory-limit", default="1GB")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per side, alternating; medians are reported")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale)
+        print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.0f} MiB of text, {info['file_bytes']/2**20:.0f} MiB Parquet (×{a.scale})")
+        w50, w2000 = json.dumps(sensitive_words(50)), json.dumps(sensitive_words(2000))
+        runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": []}
+        for _ in range(a.repeat):  # alternate the sides so load changes on the machine hit both
+            runs["pandas"].append(run_measured(PANDAS, root, w50))
+            runs["llm_nb"].append(run_measured(LLM_NB, root, w50, a.memory_limit))
+            runs["llm_nb_2000"].append(run_measured(LLM_NB, root, w2000, a.memory_limit))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    pd_, nb, nb2k = ({**r[0], "wall_s": med([x["wall_s"] for x in r]), "rss_mib": med([x["rss_mib"] for x in r])} for r in runs.values())
+    print("wall times (s): " + "; ".join(f"{k} " + ", ".join(f"{x['wall_s']:.1f}" for x in v) for k, v in runs.items()))
+    same = {k: nb["result"][k] == pd_["result"][k] for k in ("rows_out", "exact_dup", "sensitive", "pii")}
+    print(f"\nmedians of {a.repeat} runs\n{'':28}{'pandas':>12}{'llm_nb':>12}{'ratio':>10}")
+    print(f"{'wall time (s)':28}{pd_['wall_s']:12.1f}{nb['wall_s']:12.1f}{pd_['wall_s'] / nb['wall_s']:9.1f}x faster")
+    print(f"{'peak RSS (MiB)':28}{pd_['rss_mib']:12.0f}{nb['rss_mib']:12.0f}{nb['rss_mib'] / pd_['rss_mib']:9.2f}x")
+    for k in ("rows_out", "exact_dup", "sensitive"):
+        print(f"{k:28}{pd_['result'][k]:12,}{nb['result'][k]:12,}")
+    print(f"{'pii':28}{json.dumps(pd_['result']['pii'])}\n{'':28}{json.dumps(nb['result']['pii'])}")
+    print(f"results identical: {same}")
+    print(f"llm_nb with 2,000 sensitive words: {nb2k['wall_s']:.1f}s vs {nb['wall_s']:.1f}s with 50 ({nb2k['wall_s'] / nb['wall_s']:.2f}x)")
+    print(f"targets: >=5x faster: {pd_['wall_s'] / nb['wall_s'] >= 5}; <=0.5x peak RSS: {nb['rss_mib'] / pd_['rss_mib'] <= 0.5}")
+
+if __name__ == "__main__": main()

@@ -1,0 +1,49 @@
+"""Benchmark: llm_nb's clean on an input at least 4x DuckDB's memory_limit completes with the limit enforced.
+
+Input: ../shared/data/online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part.
+Runs run_clean in a subprocess with clean.memory_limit=LIMIT and near dedup off (it holds one MinHash per kept
+row in Python, outside DuckDB's limit), and prints the input size, the limit DuckDB reports, what DuckDB had
+spilled to temp_dir, the peak RSS of the process, and the counts.
+
+    python bench/out_of_core.py [--scale 100] [--memory-limit 256MB]
+"""
+import argparse, json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import make_input_in_child, run_measured, sensitive_words
+
+RUN = r'''
+import json, sys
+from llm_nb.config import load_config
+from llm_nb.run import Run
+from llm_nb.clean import run_clean
+root, words, mem = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words, "clean.near_dedup": False,
+                           "clean.memory_limit": mem, "clean.threads": 2})
+c = run_clean(cfg, Run(cfg.run.root + "/bench", cfg))
+print("RESULT", json.dumps(c))
+'''
+
+def units(s:str) -> int:
+    "'256MB' → bytes (DuckDB's units: KB/MB/GB are 1000-based, KiB/MiB/GiB 1024-based)."
+    import re
+    n, u = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", s).groups()
+    return int(float(n) * {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}[u.upper()])
+
+def main():
+    ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=100); ap.add_argument("--memory-limit", default="256MB")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale)
+        m = run_measured(RUN, root, json.dumps(sensitive_words(50)), a.memory_limit)
+    wall, rss = m["wall_s"], m["rss_mib"]
+    c = m["result"]
+    limit = units(a.memory_limit)
+    print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:,.0f} MiB of text ({info['text_bytes']/limit:.1f}x memory_limit), "
+          f"{info['file_bytes']/2**20:,.0f} MiB Parquet")
+    print(f"memory_limit asked {a.memory_limit}, DuckDB reports {c['duckdb_memory_limit']}; spilled to temp_dir: {c['spilled_bytes']/2**20:,.0f} MiB")
+    print(f"completed in {wall:.1f}s; peak RSS {rss:,.0f} MiB; rows in {c['rows_in']:,} -> out {c['rows_out']:,}; "
+          f"rejected {c['rejected']}; invariant ok: {c['invariant_ok']}")
+    print(f"input text / memory_limit >= 4: {info['text_bytes'] / limit >= 4}")
+
+if __name__ == "__main__": main()
