@@ -196,18 +196,14 @@ def write_part(events, source:str, file:str, part:Path, dead:Path, batch:int=20_
             for v in cols.values(): v.clear()
         for e in events:
             kind, no = e[0], e[1]
-            if kind == "blank": c["blank"] += 1; continue
-            if kind == "failed_page":
-                c["failed_pages"] += 1
-                dl.write(json.dumps(dict(source=source, file=file, line=no, reason=e[2], raw=e[3]), ensure_ascii=False) + "\n"); continue
-            c["read"] += 1
-            if kind == "bad":
-                c["quarantined"] += 1
-                dl.write(json.dumps(dict(source=source, file=file, line=no, reason=e[2], raw=e[3]), ensure_ascii=False) + "\n")
-            else:
-                c["kept"] += 1; c["repaired_utf8"] += e[4]
+            if kind == "blank": c["blank"] += 1
+            elif kind == "ok":
+                c["read"] += 1; c["kept"] += 1; c["repaired_utf8"] += e[4]
                 for k, v in zip(SCHEMA.names, (e[2], source, file, no, now, json.dumps(e[3], ensure_ascii=False, default=str))): cols[k].append(v)
                 if len(cols["text"]) >= batch: flush()
+            else:  # a bad record, or an API page that could not be fetched (not a record: not counted as read)
+                c["read"] += kind == "bad"; c["quarantined" if kind == "bad" else "failed_pages"] += 1
+                dl.write(json.dumps(dict(source=source, file=file, line=no, reason=e[2], raw=e[3]), ensure_ascii=False) + "\n")
         flush()
     return c
 
