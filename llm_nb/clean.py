@@ -202,14 +202,14 @@ def run_clean(cfg, run) -> dict:
 STEPS = ["sensitive", "too_short", "too_long", "symbol_ratio", "digit_ratio", "repeated_lines", "exact_dup", "near_dup"]
 
 def clean_stats(con, clean:Path, rejected:Path, ccfg) -> dict:
-    "Counts per step, PII and sensitive totals (from the `judged` table), length histogram and top terms."
+    "Counts per step, PII and sensitive totals (from the `s1` table, no join needed), length histogram and top terms."
     q = lambda sql, *a: con.execute(sql, [str(x) for x in a]).fetchall()
-    rows_in = q("SELECT count(*) FROM judged")[0][0]
+    rows_in = q("SELECT count(*) FROM s1")[0][0]
     rows_out = q("SELECT count(*) FROM read_parquet(?)", clean)[0][0]
     rejected = dict(q("SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", rejected))
     pii_cols = [f"pii_{k}" for k in PII_PATTERNS if k in ccfg.pii]
-    pii = dict(zip([c[4:] for c in pii_cols], q(f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in pii_cols)} FROM judged")[0])) if pii_cols else {}
-    hits = q("SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0]
+    pii = dict(zip([c[4:] for c in pii_cols], q(f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in pii_cols)} FROM s1")[0])) if pii_cols else {}
+    hits = q("SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM s1")[0][0]
     edges = [0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 100_000, 10**9]
     hist = q(f"""SELECT b, count(*) FROM (SELECT list_position({edges[1:]}, list_filter({edges[1:]}, lambda e: e > length(text))[1]) AS b
                  FROM read_parquet(?)) GROUP BY 1 ORDER BY 1""", clean)
