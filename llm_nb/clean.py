@@ -10,9 +10,9 @@ import duckdb
 import pyarrow.compute as pc
 
 # %% auto #0
-__all__ = ['NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'STEPS', 'connect', 'normalize_sql', 'placeholder', 'redact_sql',
-           'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'shingles',
-           'near_duplicates', 'run_clean', 'clean_stats', 'plot_stats']
+__all__ = ['NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'STEPS', 'connect', 'add_nfkc', 'normalize_sql', 'placeholder',
+           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql',
+           'shingles', 'near_duplicates', 'run_clean', 'clean_stats', 'plot_stats']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def connect(ccfg, run) -> duckdb.DuckDBPyConnection:
@@ -20,6 +20,10 @@ def connect(ccfg, run) -> duckdb.DuckDBPyConnection:
     tmp = run.path(ccfg.temp_dir); tmp.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config=dict(memory_limit=ccfg.memory_limit, threads=int(ccfg.threads),
                                      temp_directory=str(tmp), preserve_insertion_order=False))
+    return add_nfkc(con)
+
+def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    "Register `nfkc(text)` (Arrow's NFKC normalization, vectorized) on `con`."
     con.create_function("nfkc", lambda a: pc.utf8_normalize(a, "NFKC"), [duckdb.sqltype("VARCHAR")],
                         duckdb.sqltype("VARCHAR"), type="arrow")
     return con

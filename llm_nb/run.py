@@ -21,15 +21,20 @@ def sha256_file(path:Path, chunk:int=1<<20) -> str:
     return h.hexdigest()
 
 def describe_files(paths, # files or folders (folders are walked)
-                   rel_to:Path) -> dict:
-    "{relative path: {sha256, bytes}} for every file under `paths`."
-    out = {}
+                   rel_to:Path,
+                   known:dict|None=None # earlier entries: reused when size and mtime are unchanged
+                  ) -> dict:
+    "{relative path: {sha256, bytes, mtime_ns}} for every file under `paths`."
+    out, known = {}, known or {}
     for p in map(Path, paths):
         files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
         for f in files:
             try: key = str(f.resolve().relative_to(rel_to.resolve()))
             except ValueError: key = str(f.resolve())
-            out[key] = dict(sha256=sha256_file(f), bytes=f.stat().st_size)
+            st = f.stat()
+            k = known.get(key, {})
+            same = k.get("bytes") == st.st_size and k.get("mtime_ns") == st.st_mtime_ns
+            out[key] = dict(sha256=k["sha256"] if same else sha256_file(f), bytes=st.st_size, mtime_ns=st.st_mtime_ns)
     return out
 
 # %% ../nbs/02_run.ipynb #edbed878
@@ -69,7 +74,9 @@ class Run:
                result:dict|None=None, seconds:float|None=None) -> dict:
         "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions) and its report."
         section = getattr(self.cfg, stage, None)
-        entry = dict(inputs=describe_files(inputs, self.dir), outputs=describe_files(outputs, self.dir),
+        p = self.dir/"manifest.json"
+        known = {k: v for s in (json.loads(p.read_text())["stages"].values() if p.exists() else []) for k, v in s["outputs"].items()}
+        entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
                      counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
                      seconds=None if seconds is None else round(seconds, 3),
                      versions={p: _version(p.replace("_", "-")) or _version(p) for p in VERSIONED})
