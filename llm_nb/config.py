@@ -143,25 +143,47 @@ class EvaluateCfg(Section):
 class ExportCfg(Section):
     "Merge LoRA, convert to GGUF with llama.cpp, quantize."
     outtype: Literal["f32", "f16", "bf16"] = "f16"  # GGUF written by the converter
-    quants: list[Literal["q8_0", "q4_k_m", "q4_0", "q5_k_m", "q6_k"]] = ["q8_0"]
+    quants: list[Literal["q8_0", "q4_k_m", "q4_0", "q5_k_m", "q6_k"]] = ["q8_0", "q4_k_m"]
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
+    verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
 
 class ServeCfg(Section):
-    "OpenAI-compatible server for the exported model."
-    engine: Literal["llama_cpp"] = "llama_cpp"
-    model: str = "q8_0"  # which exported file to serve: a quant name or the outtype
+    "OpenAI-compatible server: llama.cpp's `llama-server` (or llama-cpp-python's) on CPU, vLLM on GPU."
+    engine: Literal["auto", "llama_server", "llama_cpp_python", "vllm"] = "auto"  # auto: vllm with a CUDA GPU and vllm installed, else llama_server
+    model: str = "q8_0"  # what to serve: an exported GGUF (a quant name or the outtype), or "merged" (the HF folder; vLLM)
+    served_name: str = "model"  # the model name clients send
     host: str = "127.0.0.1"  # loopback by default; exposing it is a deliberate change
     port: int = 0  # 0 = any free port
-    n_ctx: int = 512
-    api_key_env: str = ""  # name of an env var holding the API key (the key itself is never in a config)
-    startup_timeout: float = 120.0
+    n_ctx: int = Field(512, gt=0)  # context per request (vLLM: --max-model-len)
+    parallel: int = Field(4, gt=0)  # llama-server: requests decoded together (slots); vLLM batches by itself
+    threads: int = Field(0, ge=0)  # llama.cpp CPU threads; 0 = all cores
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # vLLM
+    tensor_parallel_size: int = Field(1, gt=0)  # vLLM: GPUs per model
+    dtype: str = "auto"  # vLLM --dtype
+    lora: bool = False  # vLLM: serve the base model with the run's adapter as a LoRA module (--enable-lora) instead of the merge
+    extra_args: list[str] = []  # appended to the engine's command line
+    api_key_env: str = ""  # name of an env var holding the API key (the key itself is never in a config, a file or argv)
+    startup_timeout: float = Field(120.0, gt=0)
+    llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
 
 class BenchCfg(Section):
-    "Streamed requests against the served endpoint."
-    n_requests: int = Field(5, gt=0)
-    max_tokens: int = Field(32, gt=0)
-    prompt: str = "这个手机"  # sent with every request
-    timeout: float = 60.0  # seconds per request
+    "Load against the served endpoint, with the options and metric definitions of `vllm bench serve`."
+    endpoint: Literal["completions", "chat"] = "completions"
+    dataset: str = "text"  # "text": the run's held-out split; "random": random tokens; or a JSONL file with a "prompt" field
+    num_prompts: int = Field(16, gt=0)
+    input_len: int = Field(32, gt=0)  # prompt tokens ("text" and "random")
+    output_len: int = Field(32, gt=0)  # max_tokens of each request
+    ignore_eos: bool = True  # generate exactly output_len tokens (vLLM and llama.cpp honour it)
+    max_concurrency: int = Field(4, ge=0)  # requests in flight at most; 0 = no limit
+    request_rate: float = Field(float("inf"), gt=0)  # requests per second; inf = all at once
+    burstiness: float = Field(1.0, gt=0)  # gamma shape of the gaps between arrivals: 1 = Poisson, <1 burstier
+    warmup: int = Field(1, ge=0)  # requests sent, and not counted, before the clock starts
+    duration: float = Field(0.0, ge=0)  # stop sending new requests after this many seconds; 0 = send them all
+    timeout: float = Field(60.0, gt=0)  # seconds to wait for each chunk of a response
+    percentiles: list[float] = [90, 99]  # reported besides mean and median
+    goodput: dict[Literal["ttft", "tpot", "e2el"], float] = {}  # SLOs in ms, e.g. {ttft: 500, tpot: 50}
+    metrics_interval: float = Field(1.0, gt=0)  # seconds between scrapes of the server's /metrics
+    seed: int = 0
 
 # %% ../nbs/00_config.ipynb #61daa562
 class Config(Section):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_pipeline.ipynb #b6ad92b0
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 import yaml
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths
@@ -21,7 +21,7 @@ from .serve import serve_exported
 from .bench import run_bench
 
 # %% auto #0
-__all__ = ['STAGES', 'run_serve_bench', 'run_pipeline', 'main']
+__all__ = ['STAGES', 'run_serve_bench', 'run_pipeline', 'bench_cli', 'main']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 def run_serve_bench(cfg, run) -> dict:
@@ -31,7 +31,7 @@ def run_serve_bench(cfg, run) -> dict:
     with server.start(cfg.serve.startup_timeout):
         startup = time.time() - t0
         res = run_bench(cfg, run, server)
-    run.record("serve", outputs=[server.log_path], counts=dict(engine=cfg.serve.engine, model=cfg.serve.model,
+    run.record("serve", outputs=[server.log_path], counts=dict(engine=server.engine, model=cfg.serve.model,
                startup_s=round(startup, 2), exit_code=server.proc.returncode), seconds=time.time() - t0)
     return res
 
@@ -67,6 +67,21 @@ def _parse_sets(sets:list[str]) -> dict:
         out[k.strip()] = yaml.safe_load(v)
     return out
 
+def bench_cli(a, sets:dict) -> int:
+    "`llm_nb bench`: load-test a server that is already running; print the summary table."
+    from llm_nb.bench import benchmark, format_summary
+    from llm_nb.model import load_tokenizer
+    cfg = load_config(Path(a.config), **sets) if a.config else load_config({}, **sets)
+    if cfg.bench.dataset == "text":
+        raise ConfigError("bench.dataset=text needs a run's held-out split: use --set bench.dataset=random or a JSONL file of prompts")
+    headers = {}
+    if a.api_key_env:
+        if not os.environ.get(a.api_key_env): raise ConfigError(f"--api-key-env {a.api_key_env}: not set in the environment")
+        headers["Authorization"] = f"Bearer {os.environ[a.api_key_env]}"
+    m = benchmark(a.base_url, cfg.bench, load_tokenizer(a.tokenizer), Path(a.out), headers, a.model)
+    print(format_summary(m)); print(f"results: {Path(a.out)/'results.json'}, {Path(a.out)/'bench.png'}")
+    return 0 if m["completed"] else 1
+
 def main(argv:list[str]|None=None) -> int:
     "The `llm_nb` command."
     ap = argparse.ArgumentParser(prog="llm_nb", description="raw text → fine-tuned, quantized, served, benchmarked LLM")
@@ -80,6 +95,13 @@ def main(argv:list[str]|None=None) -> int:
     d.add_argument("--root"); d.add_argument("--name")
     sub.add_parser("check", help="validate a config").add_argument("config")
     sub.add_parser("env", help="hardware/software report and recommendations")
+    b = sub.add_parser("bench", help="benchmark a running OpenAI-compatible server (bench section of --config, or the defaults)")
+    b.add_argument("base_url", help="e.g. http://127.0.0.1:8080")
+    b.add_argument("--tokenizer", required=True, help="the served model's tokenizer: a local folder or hub id")
+    b.add_argument("--config"); b.add_argument("--model", default="model", help="model name sent in requests")
+    b.add_argument("--api-key-env", default="", help="name of the env var holding the API key")
+    b.add_argument("--out", default="bench-results", help="folder for results.json and bench.png")
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key, e.g. bench.max_concurrency=8")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "env":
@@ -88,6 +110,7 @@ def main(argv:list[str]|None=None) -> int:
         if a.cmd == "check":
             cfg = load_config(Path(a.config)); check_paths(cfg); print(f"{a.config}: OK"); return 0
         sets = _parse_sets(a.set)
+        if a.cmd == "bench": return bench_cli(a, sets)
         if a.cmd == "demo":
             if a.root: sets["run.root"] = a.root
             if a.name: sets["run.name"] = a.name

@@ -10,9 +10,16 @@ from .config import Config, to_yaml, expand
 from .env import _version
 
 # %% auto #0
-__all__ = ['VERSIONED', 'sha256_file', 'describe_files', 'Run']
+__all__ = ['VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'Run']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
+def json_safe(x):
+    "`x` with float inf/nan replaced by the strings \"inf\"/\"nan\", so the JSON written is standard (no `Infinity`)."
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))): return str(x)
+    if isinstance(x, dict): return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [json_safe(v) for v in x]
+    return x
+
 def sha256_file(path:Path, chunk:int=1<<20) -> str:
     "Hex sha256 of a file, read in chunks."
     h = hashlib.sha256()
@@ -68,7 +75,7 @@ class Run:
         data = json.loads(p.read_text()) if p.exists() else {}
         data.setdefault("stages", {})[stage] = entry
         data["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        tmp = p.with_suffix(".tmp"); tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False)); tmp.replace(p)
+        tmp = p.with_suffix(".tmp"); tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False)); tmp.replace(p)
 
     def record(self, stage:str, inputs:list=(), outputs:list=(), counts:dict|None=None,
                result:dict|None=None, seconds:float|None=None) -> dict:

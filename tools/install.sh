@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install llm_nb into the active Python environment, idempotently.
-#   bash tools/install.sh          # the package + llama.cpp (GGUF export, CPU server)
+#   bash tools/install.sh          # the package + llama.cpp (GGUF export; llama-server, the CPU server)
 #   bash tools/install.sh --dev    # ... + test/docs tools
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
@@ -42,5 +42,8 @@ if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
   rm -rf "$wheel_dir" && mv "$wheel_dir.tmp" "$wheel_dir"
 fi
 $PIP install -q --no-deps "$wheel_dir"/llama_cpp_python-*.whl
+# llama.cpp's own server (parallel slots, /health, /metrics), from the same source; cached like the wheel (~7 min once)
+server=$(LLAMA_CPP_VERSION=$LLAMA_CPP_VERSION bash tools/build_llama_server.sh | tail -1)
+echo "llama-server: $server"
 $PIP install -q -e ".[$extras]"
 echo "llm_nb installed ($extras) in $(( $(date +%s) - t0 ))s"
