@@ -33,6 +33,13 @@ def _chunk_text(choice:dict) -> str:
 
 async def stream_request(client:httpx.AsyncClient, url:str, body:dict, headers:dict|None=None, timeout:float=60.0) -> dict:
     "Send one streamed request and time it chunk by chunk; never raises, a failure is recorded in `error`."
+    r = await _stream_once(client, url, body, headers, timeout)
+    if r.get("stale"):  # a kept-alive connection the server had just closed: it never saw the request, so send it again
+        r = dict(await _stream_once(client, url, body, headers, timeout), resent=True)
+    r.pop("stale", None)
+    return r
+
+async def _stream_once(client, url, body, headers, timeout) -> dict:
     r = dict(ok=False, error=None, start=None, ttft=None, e2el=None, itl=[], text="", output_tokens=None, finish_reason=None)
     st = r["start"] = time.perf_counter()
     last, done = None, False
@@ -56,6 +63,7 @@ async def stream_request(client:httpx.AsyncClient, url:str, body:dict, headers:d
     except httpx.TimeoutException: r["error"] = "timeout"; return r
     except httpx.TransportError as e:  # after the first chunk, a dropped connection is a truncated stream
         r["error"] = "truncated" if r["ttft"] is not None else f"transport: {type(e).__name__}"
+        r["stale"] = isinstance(e, httpx.RemoteProtocolError) and "without sending a response" in str(e)
         r["detail"] = f"{type(e).__name__}: {e}"; return r
     except json.JSONDecodeError: r["error"] = "bad json in stream"; return r
     if r["ttft"] is None: r["error"] = "truncated" if not done else "no output"; return r
@@ -158,9 +166,7 @@ async def _load(base_url, prompts, bc, headers, model, progress):
     from tqdm.auto import tqdm
     url = base_url.rstrip("/") + ENDPOINTS[bc.endpoint]
     sem = asyncio.Semaphore(bc.max_concurrency) if bc.max_concurrency else None
-    # a new connection per request: reusing a kept-alive one races with servers that close it (llama-server after a few
-    # requests), and the request then fails with "Server disconnected without sending a response"
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)  # kept alive, as vLLM's aiohttp client does
     async with httpx.AsyncClient(limits=limits) as client:
         async def one(p):
             body = request_body(bc.endpoint, p["prompt"], bc.output_len, model, bc.ignore_eos)
