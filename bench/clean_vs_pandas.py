@@ -2,7 +2,8 @@
 
 Job (both sides, same input Parquet = an ingest part built from ../shared/data/online_shopping_10_cats.csv ×SCALE with
 perturbations): normalize keeping newlines → redact PII (email, ID number, bank card, phone) → drop texts with a
-sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and rejected rows.
+sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and rejected rows
+(exact duplicates without their text, which is the kept copy's).
 Each side runs in its own subprocess; wall time and the child's own peak RSS (VmHWM) are measured side by side.
 Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat).
 
@@ -51,7 +52,7 @@ df.loc[sens, "reason"] = "sensitive"
 ok = df[df.reason.isna()].sort_values(["file", "line"])
 dup = ok.duplicated(subset="text", keep="first")
 kept = ok[~dup]
-rejected = pd.concat([df[df.reason.notna()], ok[dup].assign(reason="exact_dup")])
+rejected = pd.concat([df[df.reason.notna()], ok[dup].assign(reason="exact_dup", text=None)])  # duplicates by reference, as llm_nb
 kept.to_parquet(f"{root}/pandas_clean.parquet"); rejected.to_parquet(f"{root}/pandas_rejected.parquet")
 print("RESULT", json.dumps(dict(rows_out=len(kept), exact_dup=int(dup.sum()), sensitive=int(sens.sum()), pii=pii)))
 '''

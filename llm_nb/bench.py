@@ -11,7 +11,7 @@ import numpy as np
 from .run import json_safe
 
 # %% auto #0
-__all__ = ['ENDPOINTS', 'SCRAPED', 'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts',
+__all__ = ['ENDPOINTS', 'SCRAPED', 'GAUGES', 'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts',
            'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize', 'bench_metrics',
            'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary', 'benchmark',
            'heldout_texts', 'run_bench']
@@ -231,8 +231,9 @@ def bench_metrics(results:list[dict], duration:float, count_tokens=None, percent
                 e2el_ms=summarize([r["e2el"] for r in good], percentiles))
 
 # %% ../nbs/42_bench.ipynb #61337309
-def token_timeline(results:list[dict], duration:float, bin_s:float=1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "Bin starts, output tokens/s and requests in flight per bin (tokens of a request spread over its chunks)."
+def token_timeline(results:list[dict], duration:float, bin_s:float|None=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Bin starts, output tokens/s and requests in flight per bin (default: ~30 bins); a request's tokens are spread over its chunks."
+    bin_s = bin_s or max(duration / 30, 1e-3)
     edges = np.arange(0, max(duration, bin_s) + bin_s, bin_s)
     tok, busy = np.zeros(len(edges) - 1), np.zeros(len(edges) - 1)
     for r in results:
@@ -243,6 +244,8 @@ def token_timeline(results:list[dict], duration:float, bin_s:float=1.0) -> tuple
         end = r["start"] + (r["e2el"] if r["e2el"] is not None else times[-1] - r["start"])
         busy += np.clip(np.minimum(edges[1:], end) - np.maximum(edges[:-1], r["start"]), 0, None) / bin_s
     return edges[:-1], tok / bin_s, busy
+
+GAUGES = ("requests", "kv_cache_usage", "busy_slots")  # scraped gauges worth a curve (counts of requests, cache use)
 
 def plot_bench(results:list[dict], duration:float, series:list[dict], path:Path, title:str="") -> Path:
     "CDFs of TTFT/E2EL and TPOT/ITL, throughput and concurrency over time, scraped gauges: one PNG."
@@ -257,14 +260,17 @@ def plot_bench(results:list[dict], duration:float, series:list[dict], path:Path,
     for ax, t in ((axs[0, 0], "request latency"), (axs[0, 1], "per-token latency")):
         ax.set_xlabel("ms"); ax.set_ylabel("fraction of requests" if t == "request latency" else "fraction"); ax.set_title(t + " (CDF)")
         ax.grid(alpha=.3); ax.legend(loc="lower right")
+    axs[0, 1].set_xscale("log")  # per-token gaps span 0.01 ms (chunks sent together) to whole prefills
     t, tok, busy = token_timeline(good, duration)
-    ax = axs[1, 0]; ax.plot(t, tok, drawstyle="steps-post", label="output tokens/s"); ax.set_xlabel("s"); ax.set_ylabel("tokens/s")
+    ax = axs[1, 0]; ax.plot(t, tok, drawstyle="steps-post", marker=".", label="output tokens/s"); ax.set_xlabel("s"); ax.set_ylabel("tokens/s")
     ax2 = ax.twinx(); ax2.plot(t, busy, drawstyle="steps-post", color="C1", label="requests in flight"); ax2.set_ylabel("in flight")
+    ax2.set_ylim(0, max(busy.max(), 1) * 1.15); ax.set_ylim(0, max(tok.max(), 1) * 1.15)
     ax.set_title("throughput over time"); ax.legend(loc="upper left"); ax2.legend(loc="upper right")
     ax = axs[1, 1]
-    names = sorted({k for s in series for k in s["samples"] if not k.endswith("_total")})
-    for k in names[:6]: ax.plot([s["t"] for s in series], [s["samples"].get(k, np.nan) for s in series], label=k.split("{")[0])
-    if names: ax.legend(fontsize=7); ax.set_title("server /metrics gauges")
+    names = sorted({k for s in series for k in s["samples"] if not k.endswith("_total") and any(w in k for w in GAUGES)})
+    for k in names[:6]:
+        ax.plot([s["t"] for s in series], [s["samples"].get(k, np.nan) for s in series], marker=".", label=k.split("{")[0])
+    if names: ax.legend(fontsize=7); ax.set_title("server /metrics: load gauges")
     else:
         errs = {}
         for r in results:

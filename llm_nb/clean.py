@@ -7,12 +7,12 @@ from __future__ import annotations
 import importlib, json, re, threading, time
 from pathlib import Path
 import duckdb
-import pyarrow.compute as pc
 
 # %% auto #0
-__all__ = ['NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'STEPS', 'connect', 'add_nfkc', 'normalize_sql', 'placeholder',
-           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql',
-           'shingles', 'near_duplicates', 'run_clean', 'clean_stats', 'plot_stats']
+__all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'STEPS', 'connect', 'add_nfkc',
+           'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql', 'sensitive_words',
+           'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'shingles', 'near_duplicates', 'run_clean',
+           'clean_stats', 'plot_stats']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def connect(ccfg, run) -> duckdb.DuckDBPyConnection:
@@ -24,31 +24,46 @@ def connect(ccfg, run) -> duckdb.DuckDBPyConnection:
 
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     "Register `nfkc(text)` (Arrow's NFKC normalization, vectorized) on `con`."
+    import pyarrow.compute as pc  # here, not at the top: it costs 0.15 s to import and only NFKC needs it
     con.create_function("nfkc", lambda a: pc.utf8_normalize(a, "NFKC"), [duckdb.sqltype("VARCHAR")],
                         duckdb.sqltype("VARCHAR"), type="arrow")
     return con
 
 # %% ../nbs/11_clean.ipynb #6b729d5d
-NORMALIZE_SQL = r"""trim(
-  regexp_replace(
-    regexp_replace(
-      regexp_replace(
-        regexp_replace(
-          regexp_replace({col}, '\r\n?', chr(10), 'g'),
-        '[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\x{FEFF}\x{200B}]', '', 'g'),
-      '[ \t]+', ' ', 'g'),
-    ' ?\n ?', chr(10), 'g'),
-  '\n{3,}', chr(10) || chr(10), 'g'),
-' ' || chr(10))"""
+NORMALIZE_STEPS = [  # (RE2 pattern, replacement SQL, cheap SQL test that the step can change {col}: None = always try)
+    (r"\r\n?", "chr(10)", "contains({col}, chr(13))"),
+    (r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\x{FEFF}\x{200B}]", "''", None),
+    (r"[ \t]+", "' '", "contains({col}, '  ') OR contains({col}, chr(9))"),
+    (r" ?\n ?", "chr(10)", "contains({col}, ' ' || chr(10)) OR contains({col}, chr(10) || ' ')"),
+    (r"\n{3,}", "chr(10) || chr(10)", "contains({col}, chr(10) || chr(10) || chr(10))"),
+]
+NORMALIZE_SQL = "{col}"
+for _pat, _rep, _ in NORMALIZE_STEPS: NORMALIZE_SQL = f"regexp_replace({NORMALIZE_SQL}, '{_pat}', {_rep}, 'g')"
+NORMALIZE_SQL = f"trim({NORMALIZE_SQL}, ' ' || chr(10))"
 
 # a text with none of these inside and no space or newline at its ends is already normalized,
 # so most rows skip the five replacements
 NEEDS_NORMALIZING = r"[\r\t\x00-\x08\x0B\x0C\x0E-\x1F\x7F\x{FEFF}\x{200B}]|  | \n|\n |\n\n\n"
 
+def _needs_normalizing(col:str) -> str:
+    ends = " OR ".join(f"{f}({col}, {c})" for f in ("prefix", "suffix") for c in ("' '", "chr(10)"))  # byte tests: 4x cheaper than left/right
+    return f"{ends} OR regexp_matches({col}, '{NEEDS_NORMALIZING}')"
+
 def normalize_sql(col:str="text") -> str:
     "DuckDB expression normalizing column `col`."
-    ends = f"left({col}, 1) IN (' ', chr(10)) OR right({col}, 1) IN (' ', chr(10))"
-    return f"CASE WHEN {ends} OR regexp_matches({col}, '{NEEDS_NORMALIZING}') THEN {NORMALIZE_SQL.replace('{col}', col)} ELSE {col} END"
+    return f"CASE WHEN {_needs_normalizing(col)} THEN {NORMALIZE_SQL.replace('{col}', col)} ELSE {col} END"
+
+def normalize_ctes(src:str, out:str="n", col:str="text", gate:str|None=None) -> str:
+    "`normalize_sql` as chained CTEs ending in `out`, over relation `src`: each replacement runs only on rows it can change (and `gate` allows)."
+    nn = f"CASE WHEN {gate} THEN {_needs_normalizing(col)} ELSE false END" if gate else _needs_normalizing(col)
+    ctes = [f"{out}0 AS (SELECT *, {nn} AS _nn FROM {src})"]
+    for i, (pat, rep, test) in enumerate(NORMALIZE_STEPS, 1):
+        cond = "_nn" + (f" AND ({test.format(col=col)})" if test else "")
+        ctes.append(f"{out}{i} AS (SELECT * REPLACE (CASE WHEN {cond} THEN regexp_replace({col}, '{pat}', {rep}, 'g') "
+                    f"ELSE {col} END AS {col}) FROM {out}{i - 1})")
+    ctes.append(f"{out} AS (SELECT * EXCLUDE (_nn) REPLACE (CASE WHEN _nn THEN trim({col}, ' ' || chr(10)) ELSE {col} END AS {col}) "
+                f"FROM {out}{len(NORMALIZE_STEPS)})")
+    return ",\n".join(ctes)
 
 # %% ../nbs/11_clean.ipynb #0568fcb3
 PII_PATTERNS = {  # name: (RE2 pattern, replacement)
@@ -66,13 +81,22 @@ def placeholder(kind:str) -> str:
 
 def redact_sql(col:str, kinds:list[str]) -> str:
     "DuckDB expression: `col` with the PII of `kinds` replaced by placeholders."
-    e = col
-    for k in [k for k in PII_PATTERNS if k in kinds]:
-        pat, rep = PII_PATTERNS[k]
-        for _ in range(1 if k == "email" else 2):
-            e = f"regexp_replace({e}, {_sql_str(pat)}, {_sql_str(rep)}, 'g')"
-    # every pattern needs an @ or a run of 11 digits: the other rows (most of them) skip the replacements
-    return f"CASE WHEN regexp_matches({col}, '@|[0-9]{{11}}') THEN {e} ELSE {col} END" if kinds else col
+    def chain(ks):
+        e = col
+        for k in ks:
+            pat, rep = PII_PATTERNS[k]
+            for _ in range(1 if k == "email" else 2): e = f"regexp_replace({e}, {_sql_str(pat)}, {_sql_str(rep)}, 'g')"
+        return e
+    ks = [k for k in PII_PATTERNS if k in kinds]
+    at, digits = [k for k in ks if k == "email"], [k for k in ks if k != "email"]
+    # emails need an @, the other kinds a run of 11 digits (replacing never joins runs): most rows skip every
+    # replacement, and a row with only one of the two skips the other kinds' passes
+    has_at, has_digits = f"contains({col}, '@')", f"regexp_matches({col}, '[0-9]{{11}}')"
+    if at and digits:
+        return (f"CASE WHEN {has_digits} THEN (CASE WHEN {has_at} THEN {chain(ks)} ELSE {chain(digits)} END) "
+                f"WHEN {has_at} THEN {chain(at)} ELSE {col} END")
+    if ks: return f"CASE WHEN {has_at if at else has_digits} THEN {chain(ks)} ELSE {col} END"
+    return col
 
 def count_sql(col:str, token:str, before:str) -> str:
     "Occurrences of `token` added in `col` compared to `before`."
@@ -135,24 +159,30 @@ def near_duplicates(rows, # iterable of (key, text) in keep-first order
     return dups
 
 # %% ../nbs/11_clean.ipynb #67a734a8
-def _stage1_sql(ccfg, words:list[str], src:str) -> str:
-    "SQL of pass 1: normalize, redact, count, judge."
+def _stage1_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=500) -> str:
+    "SQL of pass 1: normalize, redact, count, judge (`gate=False`: no prefilter, every row takes every test)."
     quality = quality_sql(ccfg, "text")
     drop_sensitive = [("sensitive", "sensitive_hits > 0")] if words and ccfg.sensitive_action == "drop" else []
     reason = "CASE " + " ".join(f"WHEN {c} THEN '{r}'" for r, c in drop_sensitive + quality) + " END"
     pii_cols = "".join(f", CASE WHEN text = raw THEN 0 ELSE {count_sql('text', placeholder(k), 'raw')} END AS pii_{k}"
                        for k in PII_PATTERNS if k in ccfg.pii)
-    wps = words_patterns(words)
+    wps = words_patterns(words, chunk)
     masked = mask_sql("text", wps)
     hits = f"CASE WHEN {any_match_sql('text', wps)} THEN {count_sql(masked, '***', 'text')} ELSE 0 END" if words else "0"
     mask = f"CASE WHEN sensitive_hits > 0 THEN {masked} ELSE text END" if words and ccfg.sensitive_action == "mask" else "text"
+    # One RE2 pass over each row (_w) finds the rows with anything to normalize, redact or match (most have nothing);
+    # the specific tests and replacements run only on those. Rows without work are unchanged by the first two steps,
+    # so testing them for sensitive words on the raw text is the same test; with several chunks of words that stays apart.
+    pre = [NEEDS_NORMALIZING] + (["@", "[0-9]{11}"] if ccfg.pii else []) + (["(?i:" + "|".join(map(re.escape, words)) + ")"] if len(wps) == 1 else [])
+    ends = " OR ".join(f"{f}(text, {c})" for f in ("prefix", "suffix") for c in ("' '", "chr(10)"))
     return f"""
       WITH i AS (SELECT {'nfkc(text)' if ccfg.nfkc else 'text'} AS text, source, file, line, meta FROM read_parquet({_sql_str(src)})),
-      n AS (SELECT {normalize_sql('text')} AS text, source, file, line, meta FROM i),
-      r AS (SELECT {redact_sql('text', ccfg.pii)} AS text, text AS raw, source, file, line, meta FROM n),
+      w AS (SELECT *, {f"{ends} OR regexp_matches(text, {_sql_str(chr(124).join(pre))})" if gate else "true"} AS _w FROM i),
+      {normalize_ctes("w", "n", gate="_w")},
+      r AS (SELECT CASE WHEN _w THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw, source, file, line, meta, _w FROM n),
       c AS (SELECT * EXCLUDE (raw){pii_cols} FROM r),
-      h AS (SELECT *, {hits} AS sensitive_hits FROM c),
-      s AS (SELECT * REPLACE ({mask} AS text) FROM h)
+      h AS (SELECT *, {hits if len(wps) > 1 else f"CASE WHEN _w THEN {hits} ELSE 0 END"} AS sensitive_hits FROM c),
+      s AS (SELECT * EXCLUDE (_w) REPLACE ({mask} AS text) FROM h)
       SELECT *, {reason} AS reason, md5_number(text) AS h FROM s"""
 
 # %% ../nbs/11_clean.ipynb #197490e2
@@ -185,7 +215,10 @@ def run_clean(cfg, run) -> dict:
     cols = "j.text, j.source, j.file, j.line, j.meta"
     con.execute(f"""COPY (SELECT {cols} FROM judged j ANTI JOIN near n ON n.k = j.file || ':' || j.line
                           WHERE j.reason IS NULL ORDER BY j.file, j.line) TO ? (FORMAT parquet)""", [str(out/"clean.parquet")])
-    con.execute(f"""COPY (SELECT {cols}, j.reason, j.dup_of FROM judged j WHERE j.reason IS NOT NULL
+    # an exact duplicate is recorded by reference: its normalized text *is* the kept row's (dup_of), and its raw line stays
+    # in ingest/parts; not writing ~1 M copies of the same texts again is a third of the stage's time at scale
+    con.execute(f"""COPY (SELECT {cols.replace("j.text", "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text")}, j.reason, j.dup_of
+                          FROM judged j WHERE j.reason IS NOT NULL
                           UNION ALL
                           SELECT {cols}, 'near_dup' AS reason, n.dup_of FROM judged j JOIN near n ON n.k = j.file || ':' || j.line)
                    TO ? (FORMAT parquet)""", [str(out/"rejected.parquet")])

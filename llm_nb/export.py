@@ -146,6 +146,7 @@ def plot_quality(rows:list[dict], path:Path) -> Path:
     a2.bar(names, [r["dppl_pct"] for r in rows], color="#fc9272"); a2.set_title("Δ perplexity vs HF (%)"); a2.axhline(0, color="k", lw=.5)
     a3.bar(names, [100 * r["top1_agreement"] for r in rows], color="#a1d99b"); a3.set_title("top-1 agreement (%)")
     a3.set_ylim(min(90, min(100 * r["top1_agreement"] for r in rows) - 5), 100.5)
+    for a in (a1, a2, a3): a.tick_params(axis="x", labelrotation=45, labelsize=8)
     fig.tight_layout(); fig.savefig(path, dpi=90)
     return path
 

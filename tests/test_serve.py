@@ -36,14 +36,14 @@ def test_missing_key_env_is_an_error(exported_run, monkeypatch):
 def test_concurrent_streams_are_complete_and_metrics_scraped(exported_run):
     "4 streams at once on 4 slots: every one gets all its tokens, and /metrics shows them decoded together."
     run = exported_run
-    cfg = cfg_of(run, **{"bench.num_prompts": 8, "bench.max_concurrency": 4, "bench.output_len": 64, "bench.metrics_interval": 0.1})
+    cfg = cfg_of(run, **{"bench.num_prompts": 8, "bench.max_concurrency": 4, "bench.output_len": 192, "bench.metrics_interval": 0.1})
     with serve_exported(cfg, run).start(cfg.serve.startup_timeout) as srv:
         m = run_bench(cfg, run, srv)
     assert (m["completed"], m["failed"]) == (8, 0), m["errors"]
     res = json.loads((run.dir/"bench"/"results.json").read_text())
-    assert [r["output_tokens"] for r in res["requests"]] == [64] * 8          # from the streamed usage, no cut streams
+    assert [r["output_tokens"] for r in res["requests"]] == [192] * 8         # from the streamed usage, no cut streams
     assert m["server_metrics"]["llamacpp:n_busy_slots_per_decode"]["last"] > 1, m["server_metrics"]  # slots decoded together
-    assert m["server_metrics"]["llamacpp:tokens_predicted_total"]["last"] >= 8 * 64
+    assert m["server_metrics"]["llamacpp:tokens_predicted_total"]["last"] >= 8 * 192
 
 def test_llama_cpp_python_engine_does_not_cut_streams(exported_run):
     "llama-cpp-python's server with interrupt_requests off: two concurrent streams both complete."
