@@ -110,3 +110,19 @@ def test_bench_cli_against_a_running_server(exported_run, tmp_path):
     assert res["summary"]["completed"] == 4 and res["config"]["request_rate"] == 20
     assert (tmp_path/"b"/"bench.png").exists()
     assert bad.returncode == 2 and "bench.dataset=text needs a run" in bad.stderr
+
+def test_vllm_commands_from_the_run(exported_run, monkeypatch):
+    "The vLLM path is only built here (no GPU): merged folder, GGUF + tokenizer, or base + LoRA adapter; key by env."
+    run = exported_run
+    monkeypatch.setenv("LLM_NB_TEST_KEY", "sk-vllm")
+    flag = lambda cmd, f: cmd[cmd.index(f) + 1]
+    merged = serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.model": "merged", "serve.api_key_env": "LLM_NB_TEST_KEY"}), run)
+    assert merged.engine == "vllm" and merged.health == "/health" and merged.key_env == "VLLM_API_KEY"
+    assert flag(merged.cmd, "--model") == str(run.dir/"export"/"merged") and "sk-vllm" not in " ".join(merged.cmd)
+    gguf = serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.model": "q8_0"}), run)
+    assert flag(gguf.cmd, "--model").endswith("model-q8_0.gguf") and flag(gguf.cmd, "--tokenizer") == str(run.dir/"export"/"merged")
+    lora = serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.lora": True}), run)
+    assert flag(lora.cmd, "--lora-modules") == f"model={run.dir/'train'/'adapter'}" and flag(lora.cmd, "--max-lora-rank") == "8"
+    assert flag(lora.cmd, "--served-model-name") == "model-base" and lora.model_name == "model"
+    with pytest.raises(FileNotFoundError, match="q5_k_m"):
+        serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.model": "q5_k_m"}), run)
