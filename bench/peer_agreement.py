@@ -11,7 +11,7 @@ more than 5%.
     bash bench/setup_vllm_client.sh             # once: ~/.cache/llm_nb/vllm-client
     python bench/peer_agreement.py [--model FILE.gguf --tokenizer HF_DIR] [--rounds 3]
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 import numpy as np
 from llm_nb.config import ServeCfg
@@ -20,10 +20,9 @@ from llm_nb.serve import Server, free_port, llama_server_bin, llama_server_cmd, 
 from llm_nb.bench import bench_metrics, text_prompts
 from llm_nb.config import TinyCfg
 from llm_nb.model import build_tiny_model
-from llm_nb.export import convert_to_gguf, quantize_gguf
+from llm_nb.export import cache_dir, convert_to_gguf, quantize_gguf
 
 TEXT = Path(__file__).resolve().parents[2]/"shared"/"data"/"tinyshakespeare.txt"
-CACHE = Path(os.environ.get("LLM_NB_CACHE", Path.home()/".cache"/"llm_nb"))
 METRICS = [("mean TTFT (ms)", "mean_ttft_ms", ("ttft_ms", "mean")), ("median TTFT (ms)", "median_ttft_ms", ("ttft_ms", "median")),
            ("mean TPOT (ms)", "mean_tpot_ms", ("tpot_ms", "mean")), ("median TPOT (ms)", "median_tpot_ms", ("tpot_ms", "median")),
            ("mean ITL (ms)", "mean_itl_ms", ("itl_ms", "mean")), ("mean E2EL (ms)", "mean_e2el_ms", ("e2el_ms", "mean")),
@@ -62,7 +61,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="server threads (0 = all cores)")
     ap.add_argument("--engine", default="llama_server", choices=["llama_server", "llama_cpp_python", "fake"],
                     help="fake: bench/_fake_openai.py, a server with fixed TTFT and inter-token gaps (no model noise)")
-    ap.add_argument("--vllm-venv", type=Path, default=CACHE/"vllm-client")
+    ap.add_argument("--vllm-venv", type=Path, default=cache_dir()/"vllm-client")
     ap.add_argument("--num-prompts", type=int, default=32); ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64); ap.add_argument("--max-concurrency", type=int, default=4)
     ap.add_argument("--parallel", type=int, default=4); ap.add_argument("--rounds", type=int, default=3)

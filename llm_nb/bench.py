@@ -12,9 +12,9 @@ from .run import json_safe
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'GAUGES', 'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts',
-           'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize', 'bench_metrics',
-           'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary', 'benchmark',
-           'heldout_texts', 'run_bench']
+           'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize', 'errors_by_kind',
+           'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary',
+           'benchmark', 'heldout_texts', 'run_bench']
 
 # %% ../nbs/42_bench.ipynb #a3dcbcb6
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -203,6 +203,13 @@ def summarize(xs, percentiles=(90, 99)) -> dict:
     a = np.asarray(xs, dtype=float) * 1000
     return dict(zip(keys, [float(a.mean()), float(np.median(a)), float(a.std()), *[float(np.percentile(a, p)) for p in percentiles]]))
 
+def errors_by_kind(results:list[dict]) -> dict[str, int]:
+    "How many requests failed with each error."
+    out = {}
+    for r in results:
+        if not r["ok"]: out[r["error"]] = out.get(r["error"], 0) + 1
+    return out
+
 def bench_metrics(results:list[dict], duration:float, count_tokens=None, percentiles=(90, 99), goodput:dict|None=None) -> dict:
     "vLLM's aggregate metrics over `results`; output tokens from usage, else `count_tokens(text)`; errors by kind."
     good = [r for r in results if r["ok"]]
@@ -211,9 +218,7 @@ def bench_metrics(results:list[dict], duration:float, count_tokens=None, percent
             if count_tokens is None: raise ValueError("the server sent no usage: pass count_tokens (the model's tokenizer)")
             r["output_tokens"] = count_tokens(r["text"])
     tpot = {id(r): (r["e2el"] - r["ttft"]) / (r["output_tokens"] - 1) if r["output_tokens"] > 1 else 0.0 for r in good}
-    errors = {}
-    for r in results:
-        if not r["ok"]: errors[r["error"]] = errors.get(r["error"], 0) + 1
+    errors = errors_by_kind(results)
     slo = {k: v / 1000 for k, v in (goodput or {}).items()}
     unknown = set(slo) - {"ttft", "tpot", "e2el"}
     if unknown: raise ValueError(f"goodput SLOs are ttft, tpot, e2el (ms); got {sorted(unknown)}")
@@ -272,9 +277,7 @@ def plot_bench(results:list[dict], duration:float, series:list[dict], path:Path,
         ax.plot([s["t"] for s in series], [s["samples"].get(k, np.nan) for s in series], marker=".", label=k.split("{")[0])
     if names: ax.legend(fontsize=7); ax.set_title("server /metrics: load gauges")
     else:
-        errs = {}
-        for r in results:
-            if not r["ok"]: errs[r["error"]] = errs.get(r["error"], 0) + 1
+        errs = errors_by_kind(results)
         ax.bar(["ok", *errs], [len(good), *errs.values()]); ax.set_title("requests (no server /metrics)")
     ax.set_xlabel("s" if names else "")
     if title: fig.suptitle(title)

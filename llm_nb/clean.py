@@ -37,17 +37,23 @@ NORMALIZE_STEPS = [  # (RE2 pattern, replacement SQL, cheap SQL test that the st
     (r" ?\n ?", "chr(10)", "contains({col}, ' ' || chr(10)) OR contains({col}, chr(10) || ' ')"),
     (r"\n{3,}", "chr(10) || chr(10)", "contains({col}, chr(10) || chr(10) || chr(10))"),
 ]
-NORMALIZE_SQL = "{col}"
-for _pat, _rep, _ in NORMALIZE_STEPS: NORMALIZE_SQL = f"regexp_replace({NORMALIZE_SQL}, '{_pat}', {_rep}, 'g')"
-NORMALIZE_SQL = f"trim({NORMALIZE_SQL}, ' ' || chr(10))"
+def _replace_chain(col:str) -> str:
+    "Every step of NORMALIZE_STEPS applied to `col`, then the trim."
+    for pat, rep, _ in NORMALIZE_STEPS: col = f"regexp_replace({col}, '{pat}', {rep}, 'g')"
+    return f"trim({col}, ' ' || chr(10))"
+
+NORMALIZE_SQL = _replace_chain("{col}")
 
 # a text with none of these inside and no space or newline at its ends is already normalized,
 # so most rows skip the five replacements
 NEEDS_NORMALIZING = r"[\r\t\x00-\x08\x0B\x0C\x0E-\x1F\x7F\x{FEFF}\x{200B}]|  | \n|\n |\n\n\n"
 
+def _ends_sql(col:str) -> str:
+    "True when `col` starts or ends with a space or a newline (byte tests: 4x cheaper than left/right)."
+    return " OR ".join(f"{f}({col}, {c})" for f in ("prefix", "suffix") for c in ("' '", "chr(10)"))
+
 def _needs_normalizing(col:str) -> str:
-    ends = " OR ".join(f"{f}({col}, {c})" for f in ("prefix", "suffix") for c in ("' '", "chr(10)"))  # byte tests: 4x cheaper than left/right
-    return f"{ends} OR regexp_matches({col}, '{NEEDS_NORMALIZING}')"
+    return f"{_ends_sql(col)} OR regexp_matches({col}, '{NEEDS_NORMALIZING}')"
 
 def normalize_sql(col:str="text") -> str:
     "DuckDB expression normalizing column `col`."
@@ -174,10 +180,9 @@ def _stage1_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=500) -
     # the specific tests and replacements run only on those. Rows without work are unchanged by the first two steps,
     # so testing them for sensitive words on the raw text is the same test; with several chunks of words that stays apart.
     pre = [NEEDS_NORMALIZING] + (["@", "[0-9]{11}"] if ccfg.pii else []) + (["(?i:" + "|".join(map(re.escape, words)) + ")"] if len(wps) == 1 else [])
-    ends = " OR ".join(f"{f}(text, {c})" for f in ("prefix", "suffix") for c in ("' '", "chr(10)"))
     return f"""
       WITH i AS (SELECT {'nfkc(text)' if ccfg.nfkc else 'text'} AS text, source, file, line, meta FROM read_parquet({_sql_str(src)})),
-      w AS (SELECT *, {f"{ends} OR regexp_matches(text, {_sql_str(chr(124).join(pre))})" if gate else "true"} AS _w FROM i),
+      w AS (SELECT *, {f"{_ends_sql('text')} OR regexp_matches(text, {_sql_str(chr(124).join(pre))})" if gate else "true"} AS _w FROM i),
       {normalize_ctes("w", "n", gate="_w")},
       r AS (SELECT CASE WHEN _w THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw, source, file, line, meta, _w FROM n),
       c AS (SELECT * EXCLUDE (raw){pii_cols} FROM r),

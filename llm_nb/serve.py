@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #48bab32d
 from __future__ import annotations
-import importlib.util, os, signal, socket, subprocess, sys, time
+import importlib.util, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
 from .export import LLAMA_CPP_VERSION, cache_dir
@@ -120,7 +120,6 @@ ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),
 
 def serve_exported(cfg, run) -> Server:
     "A (not yet started) `Server` for what `cfg.serve` names in the run folder."
-    import json
     sc, export = cfg.serve, run.dir/"export"
     engine = resolve_engine(sc.engine)
     api_key = None

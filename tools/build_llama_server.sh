@@ -11,6 +11,7 @@ flags="-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLL
 key=$(echo "$flags $(uname -m)" | md5sum | cut -c1-8)
 dest="$CACHE/bin/llama-server-$LLAMA_CPP_VERSION-$key"
 if [ ! -x "$dest/llama-server" ]; then
+  command -v cmake >/dev/null || python -m pip install -q cmake  # no system cmake: the PyPI one, into the active venv
   echo "building llama-server from llama.cpp $LLAMA_CPP_VERSION (portable, ~7 min on 2 cores, cached afterwards in $dest)" >&2
   build="$CACHE/build/llama-server-$key"
   rm -rf "$build" && mkdir -p "$build"
