@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 from .run import json_safe
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'GAUGES', 'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts',
@@ -340,15 +341,16 @@ def heldout_texts(run, tokenizer) -> list[str]:
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     return [tokenizer.decode(ids, skip_special_tokens=True) for ids in ds["input_ids"]]
 
+@timed_stage("bench")
 def run_bench(cfg, run, server) -> dict:
     "Benchmark a running `Server`; write bench/results.json and bench/bench.png; record the summary in the manifest."
     from llm_nb.model import load_tokenizer
-    bc, t0 = cfg.bench, time.time()
+    bc = cfg.bench
     out = run.stage_dir("bench")
     tok = load_tokenizer(str(run.dir/"export"/"merged"))
     texts = heldout_texts(run, tok) if bc.dataset == "text" else None
     m = benchmark(server.base_url, bc, tok, out, server.headers, server.model_name, texts)
     print(format_summary(m))
     run.record("bench", inputs=[run.dir/"tokenize"/"eval"], outputs=[out/"results.json", out/"bench.png"],
-               counts={k: v for k, v in m.items() if k != "server_metrics"}, seconds=time.time() - t0)
+               counts={k: v for k, v in m.items() if k != "server_metrics"})
     return m

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib, json, re, threading, time
 from pathlib import Path
 import duckdb
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'STEPS', 'connect', 'add_nfkc',
@@ -198,9 +199,10 @@ def _near_pass(con, ccfg, seed:int) -> dict:
         while batch := cur.fetchmany(10_000): yield from batch
     return near_duplicates(rows(), ccfg.near_threshold, ccfg.ngram, ccfg.num_perm, seed)
 
+@timed_stage("clean")
 def run_clean(cfg, run) -> dict:
     "ingest/parts/*.parquet → clean/clean.parquet + clean/rejected.parquet + clean/stats.json + clean/stats.png."
-    cc, t0 = cfg.clean, time.time()
+    cc = cfg.clean
     src, out = str(run.dir/"ingest"/"parts"/"*.parquet"), run.stage_dir("clean")
     # matplotlib takes ~0.8 s to import: do it on the side while DuckDB works (its queries release the GIL)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
@@ -237,7 +239,7 @@ def run_clean(cfg, run) -> dict:
     res = dict(c, rejected=stats["rejected"], pii=stats["pii"], sensitive_hits=stats["sensitive_hits"],
                duckdb_memory_limit=con.execute("SELECT current_setting('memory_limit')").fetchone()[0], spilled_bytes=spilled)
     run.record("clean", inputs=[run.dir/"ingest"/"parts"], outputs=[out/"clean.parquet", out/"rejected.parquet", out/"stats.json", out/"stats.png"],
-               counts=res, seconds=time.time() - t0)
+               counts=res)
     return res
 
 # %% ../nbs/11_clean.ipynb #2f36f903

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json, math, time
 import torch
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['collate_lm', 'perplexity', 'run_evaluate']
@@ -38,12 +39,13 @@ def perplexity(model, ds, # a dataset with `input_ids`
     return dict(ppl=math.exp(nll / n), nll=nll / n, tokens=n)
 
 # %% ../nbs/30_evaluate.ipynb #c16b03c9
+@timed_stage("evaluate")
 def run_evaluate(cfg, run) -> dict:
     "Perplexity before (base) and after (base + adapter) on tokenize/eval → evaluate/perplexity.json."
     from datasets import load_from_disk
     from peft import PeftModel
     from llm_nb.model import load_model, load_tokenizer
-    t0, ec = time.time(), cfg.evaluate
+    ec = cfg.evaluate
     out = run.stage_dir("evaluate")
     base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     tok = load_tokenizer(base, cfg.model.trust_remote_code)
@@ -56,5 +58,5 @@ def run_evaluate(cfg, run) -> dict:
     (out/"perplexity.json").write_text(json.dumps(res, indent=2))
     print(f"evaluate: perplexity {res['ppl_before']:.1f} (base) -> {res['ppl_after']:.2f} (fine-tuned) on {res['eval_tokens']} tokens")
     run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", run.dir/"train"/"adapter"], outputs=[out/"perplexity.json"],
-               counts=res, seconds=time.time() - t0)
+               counts=res)
     return res

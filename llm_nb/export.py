@@ -7,6 +7,7 @@ from __future__ import annotations
 import json, os, shutil, subprocess, sys, time
 from pathlib import Path
 import numpy as np
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'QUANT_FTYPES', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'convert_to_gguf', 'quantize_gguf',
@@ -151,9 +152,10 @@ def plot_quality(rows:list[dict], path:Path) -> Path:
     return path
 
 # %% ../nbs/40_export.ipynb #298ebb27
+@timed_stage("export")
 def run_export(cfg, run) -> dict:
     "train/adapter + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, each verified → quality.{json,md,png}."
-    t0, ec = time.time(), cfg.export
+    ec = cfg.export
     out = run.stage_dir("export")
     base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     merged = merge_adapter(base, run.dir/"train"/"adapter", out/"merged", cfg.model)
@@ -178,5 +180,5 @@ def run_export(cfg, run) -> dict:
     else:
         for k, f in files.items(): print(f"export: {f.name}: {f.stat().st_size/2**20:.2f} MiB (not verified: export.verify_blocks=0)")
     run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval"], outputs=outputs,
-               counts=counts, seconds=time.time() - t0)
+               counts=counts)
     return counts

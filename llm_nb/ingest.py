@@ -8,6 +8,7 @@ import csv, glob, hashlib, json, random, re, time, datetime as dt
 from pathlib import Path
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['EXT_FORMATS', 'SCHEMA', 'check_text', 'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet',
@@ -226,9 +227,10 @@ def _units(cfg, run):
         if not files: raise FileNotFoundError(f"ingest source {src.label!r}: no file matches {str(run.path(src.path))!r}")
         for f in files: yield src.label, f, file_key(Path(f)), (lambda f=f, s=src: file_events(Path(f), s, policy))
 
+@timed_stage("ingest")
 def run_ingest(cfg, run) -> dict:
     "Read every source into ingest/parts/*.parquet + ingest/dead_letter.jsonl; print and check the invariant."
-    t0, out = time.time(), run.stage_dir("ingest")
+    out = run.stage_dir("ingest")
     parts, dead, state = (out/"parts", out/"dead", out/"state")
     for p in (parts, dead, state): p.mkdir(exist_ok=True)
     total = dict(files=0, skipped_unchanged=0, read=0, kept=0, quarantined=0, blank=0, repaired_utf8=0, failed_pages=0)
@@ -256,5 +258,5 @@ def run_ingest(cfg, run) -> dict:
           f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped"
           + (f", {total['failed_pages']} API pages failed: see dead_letter.jsonl" if total["failed_pages"] else "") + ")")
     if not total["invariant_ok"]: raise RuntimeError(f"ingest lost records: {total}")
-    run.record("ingest", inputs=inputs, outputs=[parts, out/"dead_letter.jsonl"], counts=total, seconds=time.time() - t0)
+    run.record("ingest", inputs=inputs, outputs=[parts, out/"dead_letter.jsonl"], counts=total)
     return total

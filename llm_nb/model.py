@@ -7,6 +7,7 @@ from __future__ import annotations
 import json, shutil, time
 from pathlib import Path
 import torch
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['LLAMA_TOKENIZER_CONFIG', 'DTYPE_BYTES', 'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'load_model',
@@ -93,9 +94,10 @@ def estimate_memory(n_params:int, dtype:str="bfloat16", trainable:int|None=None)
                 total_gib=gib(w + grads + adam + master), excludes="activations")
 
 # %% ../nbs/20_model.ipynb #5ae63268
+@timed_stage("model")
 def run_model(cfg, run) -> dict:
     "Resolve the base model (building it when `tiny`) and write `model/model.json`."
-    t0, mc = time.time(), cfg.model
+    mc = cfg.model
     out = run.stage_dir("model")
     inputs = []
     if mc.name_or_path == "tiny":
@@ -113,5 +115,5 @@ def run_model(cfg, run) -> dict:
         info["params"] = count_params(m)["total"]
         info["memory_lora_gib"] = estimate_memory(info["params"], "float32", count_params(add_lora(m, cfg.lora))["trainable"])
     (out/"model.json").write_text(json.dumps(info, indent=2))
-    run.record("model", inputs=inputs, outputs=[out], counts={k: v for k, v in info.items() if k != "path"}, seconds=time.time() - t0)
+    run.record("model", inputs=inputs, outputs=[out], counts={k: v for k, v in info.items() if k != "path"})
     return info

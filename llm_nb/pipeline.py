@@ -8,7 +8,7 @@ import argparse, json, os, sys, time
 from pathlib import Path
 import yaml
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths
-from .run import Run
+from .run import Run, timed_stage
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
@@ -24,15 +24,16 @@ from .bench import run_bench
 __all__ = ['STAGES', 'run_serve_bench', 'run_pipeline', 'bench_cli', 'main']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
+@timed_stage("serve")
 def run_serve_bench(cfg, run) -> dict:
     "Start the server for the exported model, benchmark it, stop it."
-    t0 = time.time()
+    t0 = time.perf_counter()
     server = serve_exported(cfg, run)
     with server.start(cfg.serve.startup_timeout):
-        startup = time.time() - t0
+        startup = time.perf_counter() - t0
         res = run_bench(cfg, run, server)
-    run.record("serve", outputs=[server.log_path], counts=dict(engine=server.engine, model=cfg.serve.model,
-               startup_s=round(startup, 2), exit_code=server.proc.returncode), seconds=time.time() - t0)
+    counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2), exit_code=server.proc.returncode)
+    run.record("serve", outputs=[server.log_path], counts=counts)
     return res
 
 STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, model=run_model, tokenize=run_tokenize,
@@ -46,13 +47,11 @@ def run_pipeline(cfg:Config, stages:list[str]|None=None) -> Run:
     if unknown: raise ConfigError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
     check_paths(cfg)
     run = Run.create(cfg)
-    t0, times = time.time(), {}
-    for s in [s for s in STAGES if s in stages]:
-        t = time.time()
-        STAGES[s](cfg, run)
-        times[s] = round(time.time() - t, 2)
+    t0 = time.perf_counter()
+    for s in [s for s in STAGES if s in stages]: STAGES[s](cfg, run)
+    times = {s: run.timings[STAGES[s].stage] for s in STAGES if s in stages}
     rep = run.report()
-    rep["summary"] = dict(stages_run=list(times), seconds=times, total_s=round(time.time() - t0, 2), run_dir=str(run.dir))
+    rep["summary"] = dict(stages_run=list(times), seconds=times, total_s=round(time.perf_counter() - t0, 2), run_dir=str(run.dir))
     (run.dir/"report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False))
     print(f"pipeline: {', '.join(times)} in {rep['summary']['total_s']:.1f}s -> {run.dir}")
     return run

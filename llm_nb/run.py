@@ -4,13 +4,14 @@
 
 # %% ../nbs/02_run.ipynb #fb825809
 from __future__ import annotations
-import hashlib, json, datetime as dt
+import functools, hashlib, json, time, datetime as dt
 from pathlib import Path
+from fastcore.basics import patch
 from .config import Config, to_yaml, expand
 from .env import _version
 
 # %% auto #0
-__all__ = ['VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'Run']
+__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'Run', 'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -20,15 +21,19 @@ def json_safe(x):
     if isinstance(x, (list, tuple)): return [json_safe(v) for v in x]
     return x
 
-def sha256_file(path:Path, chunk:int=1<<20) -> str:
+# %% ../nbs/02_run.ipynb #cc0788f6
+HASH_CHUNK = 1 << 20  # bytes read at a time when hashing
+
+def sha256_file(path:Path, chunk:int=HASH_CHUNK) -> str:
     "Hex sha256 of a file, read in chunks."
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while b := f.read(chunk): h.update(b)
     return h.hexdigest()
 
+# %% ../nbs/02_run.ipynb #7c71a472
 def describe_files(paths, # files or folders (folders are walked)
-                   rel_to:Path,
+                   rel_to:Path, # keys are relative to this folder (absolute for files outside it)
                    known:dict|None=None # earlier entries: reused when size and mtime are unchanged
                   ) -> dict:
     "{relative path: {sha256, bytes, mtime_ns}} for every file under `paths`."
@@ -44,13 +49,22 @@ def describe_files(paths, # files or folders (folders are walked)
             out[key] = dict(sha256=k["sha256"] if same else sha256_file(f), bytes=st.st_size, mtime_ns=st.st_mtime_ns)
     return out
 
-# %% ../nbs/02_run.ipynb #edbed878
-VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate", "duckdb", "sentencepiece", "llama_cpp_python")
+# %% ../nbs/02_run.ipynb #9e33286d
+def save_figure(fig, # a `matplotlib.figure.Figure`
+                path:Path, # the PNG to write
+                dpi:int=100
+               ) -> Path:
+    "Lay out `fig` tightly and save it as PNG at `path`; returns `path`."
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    return Path(path)
 
+# %% ../nbs/02_run.ipynb #edbed878
 class Run:
     "A run folder: stage folders, `manifest.json` and `report.json`."
     def __init__(self, dir:str|Path, cfg:Config):
         self.dir, self.cfg = Path(dir), cfg
+        self.timings = {}  # stage -> seconds, filled by `timed_stage`
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -60,36 +74,83 @@ class Run:
         (run.dir/"config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
         return run
 
-    def stage_dir(self, stage:str) -> Path:
-        "The folder of `stage`, created if needed."
-        (d := self.dir/stage).mkdir(parents=True, exist_ok=True)
-        return d
+# %% ../nbs/02_run.ipynb #e8b3e8cb
+@patch
+def stage_dir(self:Run, stage:str) -> Path:
+    "The folder of `stage`, created if needed."
+    (d := self.dir/stage).mkdir(parents=True, exist_ok=True)
+    return d
 
-    def path(self, template:str) -> Path:
-        "A config path with `{run}` filled in."
-        return expand(template, self.dir)
+@patch
+def path(self:Run, template:str) -> Path:
+    "A config path with `{run}` filled in."
+    return expand(template, self.dir)
 
-    def _update(self, name:str, stage:str, entry:dict):
-        "Set `stage` in the JSON file `name`, keeping other stages' entries."
-        p = self.dir/name
-        data = json.loads(p.read_text()) if p.exists() else {}
-        data.setdefault("stages", {})[stage] = entry
-        data["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        tmp = p.with_suffix(".tmp"); tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False)); tmp.replace(p)
+# %% ../nbs/02_run.ipynb #6f29ea57
+VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate", "duckdb", "sentencepiece",
+             "llama_cpp_python")  # packages whose versions every manifest entry lists
 
-    def record(self, stage:str, inputs:list=(), outputs:list=(), counts:dict|None=None,
-               result:dict|None=None, seconds:float|None=None) -> dict:
-        "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions) and its report."
-        section = getattr(self.cfg, stage, None)
-        p = self.dir/"manifest.json"
-        known = {k: v for s in (json.loads(p.read_text())["stages"].values() if p.exists() else []) for k, v in s["outputs"].items()}
-        entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
-                     counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
-                     seconds=None if seconds is None else round(seconds, 3),
-                     versions={p: _version(p.replace("_", "-")) or _version(p) for p in VERSIONED})
-        self._update("manifest.json", stage, entry)
-        self._update("report.json", stage, dict(counts or {}, **(result or {})))
-        return entry
+@patch
+def _update(self:Run, name:str, stage:str, entry:dict):
+    "Set `stage` in the JSON file `name`, keeping other stages' entries; written atomically."
+    p = self.dir/name
+    data = json.loads(p.read_text()) if p.exists() else {}
+    data.setdefault("stages", {})[stage] = entry
+    data["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
+    tmp.replace(p)
 
-    def manifest(self) -> dict: return json.loads((self.dir/"manifest.json").read_text())
-    def report(self) -> dict: return json.loads((self.dir/"report.json").read_text())
+# %% ../nbs/02_run.ipynb #fd9679bd
+@patch
+def record(self:Run,
+           stage:str, # the stage's name; its config section is `cfg.<stage>` when there is one
+           inputs:list=(), # files or folders the stage read
+           outputs:list=(), # files or folders the stage wrote
+           counts:dict|None=None, # numbers for the manifest and the report (rows, tokens, losses, ...)
+           result:dict|None=None # more results for the report only
+          ) -> dict:
+    "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions) and its report."
+    section = getattr(self.cfg, stage, None)
+    p = self.dir/"manifest.json"
+    earlier = json.loads(p.read_text())["stages"].values() if p.exists() else []
+    known = {k: v for s in earlier for k, v in s["outputs"].items()}
+    entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
+                 counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
+                 seconds=self.timings.get(stage),
+                 versions={p: _version(p.replace("_", "-")) or _version(p) for p in VERSIONED})
+    self._update("manifest.json", stage, entry)
+    self._update("report.json", stage, dict(counts or {}, **(result or {})))
+    return entry
+
+@patch
+def manifest(self:Run) -> dict:
+    "The parsed `manifest.json`."
+    return json.loads((self.dir/"manifest.json").read_text())
+
+@patch
+def report(self:Run) -> dict:
+    "The parsed `report.json`."
+    return json.loads((self.dir/"report.json").read_text())
+
+# %% ../nbs/02_run.ipynb #41e1ab96
+@patch
+def set_seconds(self:Run, stage:str, seconds:float):
+    "Note that `stage` took `seconds`, in `timings` and in its manifest entry if it has one."
+    self.timings[stage] = round(seconds, 3)
+    p = self.dir/"manifest.json"
+    if p.exists() and stage in (entry := json.loads(p.read_text())["stages"]):
+        self._update("manifest.json", stage, dict(entry[stage], seconds=self.timings[stage]))
+
+def timed_stage(name:str):
+    "Decorator for a stage runner `f(cfg, run, ...)`: its wall time goes to `run.set_seconds(name, ...)`."
+    def decorate(f):
+        @functools.wraps(f)
+        def runner(cfg, run, *args, **kwargs):
+            t0 = time.perf_counter()
+            res = f(cfg, run, *args, **kwargs)
+            run.set_seconds(name, time.perf_counter() - t0)
+            return res
+        runner.stage = name
+        return runner
+    return decorate

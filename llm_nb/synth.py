@@ -5,6 +5,7 @@
 # %% ../nbs/03_synth.ipynb #afa51177
 from __future__ import annotations
 import json, random
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
@@ -114,6 +115,7 @@ def make_records(n_records:int=600, n_exact_dups:int=40, n_space_dups:int=20, n_
     return lines, truth
 
 # %% ../nbs/03_synth.ipynb #e755c818
+@timed_stage("synth")
 def run_synth(cfg, run) -> dict:
     "Write `synth/raw.jsonl` and `synth/truth.json` from `cfg.synth`."
     s = cfg.synth

@@ -5,6 +5,7 @@
 # %% ../nbs/21_tokenize.ipynb #c2a6817d
 from __future__ import annotations
 import json, time
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['tokenize_batch', 'pack_batch', 'run_tokenize']
@@ -25,11 +26,12 @@ def pack_batch(batch:dict, block:int) -> dict:
     return {"input_ids": blocks, "labels": [b[:] for b in blocks]}
 
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
+@timed_stage("tokenize")
 def run_tokenize(cfg, run) -> dict:
     "clean/clean.parquet → tokenize/{train,eval} (datasets saved to disk) with token counts."
     from datasets import Dataset
     from llm_nb.model import load_tokenizer
-    tc, t0 = cfg.tokenize, time.time()
+    tc = cfg.tokenize
     src, out = run.dir/"clean"/"clean.parquet", run.stage_dir("tokenize")
     model_path = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     tok = load_tokenizer(model_path, cfg.model.trust_remote_code)
@@ -48,5 +50,5 @@ def run_tokenize(cfg, run) -> dict:
         if len(ids) == 0: raise ValueError(f"tokenize: the {name} split has no example of {tc.max_length} tokens; "
                                            f"lower tokenize.max_length or add data ({n_tokens} tokens in {len(part)} records)")
     print(f"tokenize: train {counts['train']['examples']} blocks, eval {counts['eval']['examples']} blocks of {tc.max_length} tokens")
-    run.record("tokenize", inputs=[src], outputs=[out], counts=counts, seconds=time.time() - t0)
+    run.record("tokenize", inputs=[src], outputs=[out], counts=counts)
     return counts

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json, math, time
 from pathlib import Path
+from .run import timed_stage
 
 # %% auto #0
 __all__ = ['training_args', 'NanGuard', 'plot_loss', 'run_train']
@@ -45,13 +46,13 @@ def plot_loss(history:list, path:Path):
     return path
 
 # %% ../nbs/22_train.ipynb #617cdfe5
+@timed_stage("train")
 def run_train(cfg, run) -> dict:
     "Train a LoRA adapter on tokenize/train; save train/adapter, train/log.json, train/loss.png."
     from datasets import load_from_disk
     from transformers import Trainer, DataCollatorForLanguageModeling
     from llm_nb.model import load_model, load_tokenizer, add_lora, count_params
     from llm_nb.env import resolve_loading
-    t0 = time.time()
     out = run.stage_dir("train")
     base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     tok = load_tokenizer(base, cfg.model.trust_remote_code)
@@ -72,5 +73,5 @@ def run_train(cfg, run) -> dict:
                   tokens_seen=trainer.state.global_step * cfg.train.batch_size * cfg.train.grad_accum * cfg.tokenize.max_length)
     print(f"train: {counts['steps']} steps, loss {counts['first_loss']:.3f} -> {counts['last_loss']:.3f}")
     run.record("train", inputs=[run.dir/"tokenize"/"train"], outputs=[out/"adapter", out/"log.json", out/"loss.png"],
-               counts=counts, seconds=time.time() - t0)
+               counts=counts)
     return counts
