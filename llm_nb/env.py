@@ -8,7 +8,7 @@ import importlib.util, importlib.metadata, os, platform, sys
 import psutil
 
 # %% auto #0
-__all__ = ['gpu_info', 'env_report', 'recommend', 'resolve_loading']
+__all__ = ['gpu_info', 'cuda_available', 'env_report', 'recommend', 'resolve_loading']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def _version(pkg:str) -> str|None:
@@ -32,6 +32,12 @@ def gpu_info(i:int) -> dict:
     free, total = torch.cuda.mem_get_info(i)
     return dict(index=i, name=p.name, capability=f"{p.major}.{p.minor}", total_gib=round(total/2**30, 2),
                 free_gib=round(free/2**30, 2), bf16=p.major >= 8)
+
+# %% ../nbs/01_env.ipynb #cdf58069
+def cuda_available() -> bool:
+    "True when torch can use a CUDA GPU here."
+    import torch
+    return torch.cuda.is_available()
 
 # %% ../nbs/01_env.ipynb #32cb142c
 def env_report() -> dict:
