@@ -1,9 +1,24 @@
-"""Bench input: ../shared/data/online_shopping_10_cats.csv scaled up with perturbations, written by DuckDB as an
-ingest part (the Parquet schema llm_nb.ingest writes), so both sides of a benchmark read the same file."""
-import duckdb, random
+"""Bench input: the review corpus online_shopping_10_cats.csv (`--data PATH`, default ../shared/data/) scaled up with
+perturbations, written by DuckDB as an ingest part (the Parquet schema llm_nb.ingest writes), so both sides of a
+benchmark read the same file."""
+import duckdb, random, sys
 from pathlib import Path
 
-CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/"online_shopping_10_cats.csv"
+CORPUS = "online_shopping_10_cats.csv"
+CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/CORPUS  # the default, beside the repo
+
+def add_data_arg(ap):
+    "Add `--data PATH` (the corpus) to the argparse parser `ap`."
+    ap.add_argument("--data", type=Path, default=None, metavar="PATH",
+                    help=f"the review corpus {CORPUS} (a CSV with a `review` column); default: {CSV} when it exists")
+
+def corpus(data:Path|None, prog:str) -> Path:
+    "The corpus to read: `data`, else CSV when it exists; otherwise one line saying what to pass, and exit status 2."
+    path = data or CSV
+    if path.is_file(): return path
+    why = f"{data} is not a file" if data else f"{CSV} does not exist"
+    print(f"{prog}: no corpus: pass --data PATH to {CORPUS} (a CSV with a `review` column; {why})", file=sys.stderr)
+    raise SystemExit(2)
 
 def sensitive_words(n:int, seed:int=0) -> list[str]:
     "`n` words: the demo's four plus random 3-4 character CJK strings (mostly absent from the corpus)."
@@ -12,7 +27,7 @@ def sensitive_words(n:int, seed:int=0) -> list[str]:
     while len(words) < n: words.append("".join(chr(r.randint(0x4E00, 0x9FA5)) for _ in range(r.randint(3, 4))))
     return words
 
-def make_input(out:Path, scale:int=20, threads:int=2) -> dict:
+def make_input(out:Path, scale:int=20, threads:int=2, csv:Path=CSV) -> dict:
     """Copy 0 is the corpus as is; copy k>0 perturbs each review deterministically: 1/5 get a character inserted
     (near duplicates), 1/20 a phone number, 1/50 an email, 1/100 a sensitive word, 1/10 extra spaces and a CRLF
     (exact duplicates after normalization); the rest are exact copies."""
@@ -20,7 +35,7 @@ def make_input(out:Path, scale:int=20, threads:int=2) -> dict:
     con = duckdb.connect(config=dict(threads=threads))
     con.execute("SET enable_progress_bar = false")
     con.execute(f"""COPY (
-      WITH src AS (SELECT row_number() OVER () AS i, coalesce(review, '') AS review FROM read_csv('{CSV}', header=true, all_varchar=true)),
+      WITH src AS (SELECT row_number() OVER () AS i, coalesce(review, '') AS review FROM read_csv('{csv}', header=true, all_varchar=true)),
       x AS (SELECT i, k, review, hash(i * 1000003 + k) % 100 AS h FROM src, range({scale}) t(k))
       SELECT CASE WHEN k = 0 THEN review
                   WHEN h < 20 THEN substr(review, 1, length(review) // 2) || '的' || substr(review, length(review) // 2 + 1)
@@ -50,8 +65,9 @@ def run_measured(code:str, *args) -> dict:
     res = json.loads(p.stdout.split("RESULT", 1)[1].split("\nPEAK", 1)[0])
     return dict(wall_s=wall, rss_mib=float(p.stdout.rsplit("PEAK", 1)[1]), result=res)
 
-def make_input_in_child(out, scale:int) -> dict:
+def make_input_in_child(out, scale:int, csv:Path=CSV) -> dict:
     "`make_input` in a subprocess, so this process stays small (its children start from its image)."
-    import subprocess, sys, json
-    code = f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); from _data import make_input; from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale})))"
+    import subprocess, json
+    code = (f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); from _data import make_input; "
+            f"from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale}, csv=Path({str(csv)!r}))))")
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])

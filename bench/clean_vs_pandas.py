@@ -1,18 +1,20 @@
 """Benchmark: llm_nb's DuckDB clean vs a straightforward pandas implementation of the same job, in one run.
 
-Job (both sides, same input Parquet = an ingest part built from ../shared/data/online_shopping_10_cats.csv ×SCALE with
-perturbations): normalize keeping newlines → redact PII (email, ID number, bank card, phone) → drop texts with a
-sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and rejected rows
-(exact duplicates without their text, which is the kept copy's).
+Job (both sides, same input Parquet = an ingest part built from the review corpus online_shopping_10_cats.csv
+×SCALE with perturbations): normalize keeping newlines → redact PII (email, ID number, bank card, phone) → drop
+texts with a sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and
+rejected rows (exact duplicates without their text, which is the kept copy's).
 Each side runs in its own subprocess; wall time and the child's own peak RSS (VmHWM) are measured side by side.
 Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat).
 
-    python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB]
+    python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB] [--data CSV]
+
+CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
 """
 import argparse, json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import make_input_in_child, run_measured, sensitive_words
+from _data import add_data_arg, corpus, make_input_in_child, run_measured, sensitive_words
 
 LLM_NB = r'''
 import json, sys
@@ -60,9 +62,11 @@ print("RESULT", json.dumps(dict(rows_out=len(kept), exact_dup=int(dup.sum()), se
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=20); ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--repeat", type=int, default=3, help="runs per side, alternating; medians are reported")
+    add_data_arg(ap)
     a = ap.parse_args()
+    csv = corpus(a.data, "clean_vs_pandas")
     with tempfile.TemporaryDirectory() as root:
-        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale)
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
         print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.0f} MiB of text, {info['file_bytes']/2**20:.0f} MiB Parquet (×{a.scale})")
         w50, w2000 = json.dumps(sensitive_words(50)), json.dumps(sensitive_words(2000))
         runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": []}

@@ -1,16 +1,18 @@
 """Benchmark: llm_nb's clean on an input at least 4x DuckDB's memory_limit completes with the limit enforced.
 
-Input: ../shared/data/online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part.
+Input: the review corpus online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part.
 Runs run_clean in a subprocess with clean.memory_limit=LIMIT and near dedup off (it holds one MinHash per kept
 row in Python, outside DuckDB's limit), and prints the input size, the limit DuckDB reports, what DuckDB had
 spilled to temp_dir, the peak RSS of the process, and the counts.
 
-    python bench/out_of_core.py [--scale 100] [--memory-limit 256MB]
+    python bench/out_of_core.py [--scale 100] [--memory-limit 256MB] [--data CSV]
+
+CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
 """
 import argparse, json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import make_input_in_child, run_measured, sensitive_words
+from _data import add_data_arg, corpus, make_input_in_child, run_measured, sensitive_words
 
 RUN = r'''
 import json, sys
@@ -32,9 +34,11 @@ def units(s:str) -> int:
 
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=100); ap.add_argument("--memory-limit", default="256MB")
+    add_data_arg(ap)
     a = ap.parse_args()
+    csv = corpus(a.data, "out_of_core")
     with tempfile.TemporaryDirectory() as root:
-        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale)
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
         m = run_measured(RUN, root, json.dumps(sensitive_words(50)), a.memory_limit)
     wall, rss = m["wall_s"], m["rss_mib"]
     c = m["result"]

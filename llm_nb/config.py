@@ -11,9 +11,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # %% auto #0
-__all__ = ['Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg',
-           'TrainCfg', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'Config', 'ConfigError', 'load_config',
-           'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
+           'TokenizeCfg', 'TrainCfg', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'Config', 'ConfigError',
+           'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -27,6 +27,7 @@ class RunCfg(Section):
     name: str = "demo"  # this run's folder under `root`
     seed: int = 0  # seed for data splits, model init and training
 
+# %% ../nbs/00_config.ipynb #de06d533
 class SynthCfg(Section):
     "Demo data generator: raw records with known duplicates, PII and broken lines (0 records = off)."
     n_records: int = 600  # distinct records
@@ -39,6 +40,7 @@ class SynthCfg(Section):
     n_bad_utf8: int = 2  # lines that are not valid UTF-8
     n_blank: int = 2  # empty lines
 
+# %% ../nbs/00_config.ipynb #4f6a4fc1
 class SourceCfg(Section):
     "One input: files matching a glob, or a paginated HTTP JSON API."
     kind: Literal["files", "http"] = "files"
@@ -46,7 +48,8 @@ class SourceCfg(Section):
     path: str = ""  # files: a glob, `{run}` allowed
     format: Literal["auto", "jsonl", "json", "csv", "parquet", "text"] = "auto"  # auto: by file extension
     text_field: str = "text"  # field or column holding the text
-    text_unit: Literal["file", "paragraph", "line"] = "file"  # plain text: one record per file, blank-line paragraph or line
+    # plain text: one record per file, blank-line paragraph or line
+    text_unit: Literal["file", "paragraph", "line"] = "file"
     url: str = ""  # http: the endpoint; pages are requested with `page_param`
     records_field: str = ""  # http/json: key of the record list in each page ("" = the page is the list)
     page_param: str = "page"
@@ -60,40 +63,49 @@ class SourceCfg(Section):
 
     @model_validator(mode="after")
     def _needs_location(self):
+        "A files source needs a path, an http source a url."
         if self.kind == "files" and not self.path: raise ValueError("a files source needs `path`")
         if self.kind == "http" and not self.url: raise ValueError("an http source needs `url`")
         return self
 
     @property
-    def label(self) -> str: return self.name or self.path or self.url
+    def label(self) -> str:
+        "The name stored with each record: `name`, else the path or the url."
+        return self.name or self.path or self.url
 
+# %% ../nbs/00_config.ipynb #1f65b3ae
 class IngestCfg(Section):
     "Which sources to read and what to do with broken records."
     sources: list[SourceCfg] = [SourceCfg(name="demo", path="{run}/synth/*.jsonl")]
     bad_utf8: Literal["quarantine", "replace"] = "quarantine"  # dead-letter undecodable records, or repair with U+FFFD
     incremental: bool = True  # skip files whose content hash is unchanged since the last ingest of this run
 
+# %% ../nbs/00_config.ipynb #dc501702
 class CleanCfg(Section):
     "DuckDB cleaning: normalization, PII, sensitive words, quality filters, exact and near dedup."
     nfkc: bool = False  # NFKC-normalize (full-width ASCII → ASCII, ligatures, ...) before anything else
-    pii: list[Literal["email", "id_number", "bank_card", "phone"]] = ["email", "id_number", "bank_card", "phone"]  # what to redact
+    # what to redact
+    pii: list[Literal["email", "id_number", "bank_card", "phone"]] = ["email", "id_number", "bank_card", "phone"]
     sensitive_words: list[str] = []  # words to drop or mask (case-insensitive)
     sensitive_words_file: str = ""  # more words, one per line (`{run}` allowed)
     sensitive_action: Literal["drop", "mask"] = "drop"  # drop the record, or replace each hit with ***
     min_chars: int = Field(5, ge=0)  # shorter normalized texts are rejected
     max_chars: int = Field(100_000, gt=0)  # longer normalized texts are rejected
-    max_symbol_ratio: float = Field(0.3, ge=0, le=1)  # share of characters that are not letters, digits, punctuation or spaces (1 = off)
+    # share of characters that are not letters, digits, punctuation or spaces (1 = off)
+    max_symbol_ratio: float = Field(0.3, ge=0, le=1)
     max_digit_ratio: float = Field(0.5, ge=0, le=1)  # share of digits (1 = off)
     max_dup_line_ratio: float = Field(0.3, ge=0, le=1)  # share of non-empty lines repeated within the text (1 = off)
     near_dedup: bool = True  # MinHash + LSH near-duplicate removal (datasketch)
     near_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard similarity of character n-grams
-    ngram: int = Field(5, gt=0)  # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
+    # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
+    ngram: int = Field(5, gt=0)
     num_perm: int = Field(128, gt=0)  # MinHash permutations
     memory_limit: str = "2GB"  # DuckDB memory_limit; beyond it DuckDB spills to temp_dir
     temp_dir: str = "{run}/clean/tmp"  # DuckDB temp_directory
     threads: int = Field(2, gt=0)  # DuckDB threads
     top_terms_sample: int = Field(20_000, gt=0)  # rows sampled for the top-terms table
 
+# %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):
     "Shape of the tiny random Llama used by the demo and the tests."
     vocab_size: int = Field(1000, gt=300)  # SentencePiece vocabulary (upper bound: small corpora yield fewer)
@@ -111,6 +123,7 @@ class ModelCfg(Section):
     trust_remote_code: bool = False  # never on by default: it runs code from the model repo
     tiny: TinyCfg = TinyCfg()
 
+# %% ../nbs/00_config.ipynb #809fb2d8
 class LoraCfg(Section):
     "LoRA adapter settings (peft)."
     r: int = Field(8, gt=0)
@@ -118,6 +131,7 @@ class LoraCfg(Section):
     dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str] = ["q_proj", "v_proj"]
 
+# %% ../nbs/00_config.ipynb #9c025414
 class TokenizeCfg(Section):
     "Tokenization, packing and the train/eval split."
     max_length: int = Field(128, gt=8)  # tokens per training block
@@ -126,20 +140,24 @@ class TokenizeCfg(Section):
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 
+# %% ../nbs/00_config.ipynb #1648e306
 class TrainCfg(Section):
     "HF Trainer budget and optimizer."
     max_steps: int = Field(60, gt=0)
-    learning_rate: float = Field(2e-4, gt=0)  # a usual LoRA rate for real models; the demo's tiny random model uses 1e-2
+    # a usual LoRA rate for real models; the demo's tiny random model uses 1e-2
+    learning_rate: float = Field(2e-4, gt=0)
     batch_size: int = Field(8, gt=0)  # per device
     grad_accum: int = Field(1, gt=0)
     warmup_steps: int = 0
     logging_steps: int = 5
 
+# %% ../nbs/00_config.ipynb #8cfad120
 class EvaluateCfg(Section):
     "Perplexity on the held-out split."
     batch_size: int = 8
     max_batches: int = 0  # 0 = the whole eval split
 
+# %% ../nbs/00_config.ipynb #f8fc64fc
 class ExportCfg(Section):
     "Merge LoRA, convert to GGUF with llama.cpp, quantize."
     outtype: Literal["f32", "f16", "bf16"] = "f16"  # GGUF written by the converter
@@ -147,10 +165,13 @@ class ExportCfg(Section):
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
     verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
 
+# %% ../nbs/00_config.ipynb #98eafde5
 class ServeCfg(Section):
     "OpenAI-compatible server: llama.cpp's `llama-server` (or llama-cpp-python's) on CPU, vLLM on GPU."
-    engine: Literal["auto", "llama_server", "llama_cpp_python", "vllm"] = "auto"  # auto: vllm with a CUDA GPU and vllm installed, else llama_server
-    model: str = "q8_0"  # what to serve: an exported GGUF (a quant name or the outtype), or "merged" (the HF folder; vLLM)
+    # auto: vllm with a CUDA GPU and vllm installed, else llama_server
+    engine: Literal["auto", "llama_server", "llama_cpp_python", "vllm"] = "auto"
+    # what to serve: an exported GGUF (a quant name or the outtype), or "merged" (the HF folder; vLLM)
+    model: str = "q8_0"
     served_name: str = "model"  # the model name clients send
     host: str = "127.0.0.1"  # loopback by default; exposing it is a deliberate change
     port: int = 0  # 0 = any free port
@@ -160,16 +181,20 @@ class ServeCfg(Section):
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # vLLM
     tensor_parallel_size: int = Field(1, gt=0)  # vLLM: GPUs per model
     dtype: str = "auto"  # vLLM --dtype
-    lora: bool = False  # vLLM: serve the base model with the run's adapter as a LoRA module (--enable-lora) instead of the merge
+    # vLLM: serve the base model with the run's adapter as a LoRA module (--enable-lora) instead of the merge
+    lora: bool = False
     extra_args: list[str] = []  # appended to the engine's command line
-    api_key_env: str = ""  # name of an env var holding the API key (the key itself is never in a config, a file or argv)
+    # name of an env var holding the API key (the key itself is never in a config, a file or argv)
+    api_key_env: str = ""
     startup_timeout: float = Field(120.0, gt=0)
     llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
 
+# %% ../nbs/00_config.ipynb #7051e923
 class BenchCfg(Section):
     "Load against the served endpoint, with the options and metric definitions of `vllm bench serve`."
     endpoint: Literal["completions", "chat"] = "completions"
-    dataset: str = "text"  # "text": the run's held-out split; "random": random tokens; or a JSONL file with a "prompt" field
+    # "text": the run's held-out split; "random": random tokens; or a JSONL file with a "prompt" field
+    dataset: str = "text"
     num_prompts: int = Field(16, gt=0)
     input_len: int = Field(32, gt=0)  # prompt tokens ("text" and "random")
     output_len: int = Field(32, gt=0)  # max_tokens of each request
@@ -205,6 +230,7 @@ class Config(Section):
 class ConfigError(ValueError):
     "A config that cannot be used; the message has one line per problem, each naming the key."
 
+# %% ../nbs/00_config.ipynb #9909702e
 def _key_lines(text:str) -> dict:
     "Map dotted keys of a YAML document (list items as `key.0`) to their 1-based line numbers."
     out = {}
@@ -222,6 +248,7 @@ def _key_lines(text:str) -> dict:
     except yaml.YAMLError: pass
     return out
 
+# %% ../nbs/00_config.ipynb #5e7e11f7
 def _section_type(t):
     "The config section class behind an annotation (`X`, `list[X]`), or None."
     import typing
@@ -229,7 +256,9 @@ def _section_type(t):
         if isinstance(c, type) and issubclass(c, BaseModel): return c
     return None
 
-def _known_keys(model:type[BaseModel], loc:tuple) -> list[str]:
+def _known_keys(model:type[BaseModel], # the section the location starts in (`Config`)
+                loc:tuple # a path of keys and list indices, as pydantic reports it
+               ) -> list[str]:
     "Field names of the section that `loc` (a path of keys and list indices) points into."
     for k in loc[:-1]:
         if isinstance(k, int): continue
@@ -237,7 +266,12 @@ def _known_keys(model:type[BaseModel], loc:tuple) -> list[str]:
         if f is None or (model := _section_type(f.annotation)) is None: return []
     return list(model.model_fields)
 
-def _explain(err:ValidationError, lines:dict, source:str, overridden=()) -> str:
+# %% ../nbs/00_config.ipynb #a0f295d1
+def _explain(err:ValidationError, # what pydantic raised
+             lines:dict, # dotted key -> line, from `_key_lines`
+             source:str, # the file name, `<yaml>` or `<dict>`
+             overridden=() # keys set by overrides rather than the file
+            ) -> str:
     "One line per pydantic error: where (file:line, or `override`), which key, what is wrong."
     msgs = []
     for e in err.errors():
@@ -251,27 +285,10 @@ def _explain(err:ValidationError, lines:dict, source:str, overridden=()) -> str:
             msgs.append(f"{where}: {key}: {e['msg']} (got {e.get('input')!r})")
     return "\n".join(msgs)
 
-# %% ../nbs/00_config.ipynb #ebf25008
-def load_config(src:str|Path|dict|None=None, # YAML file, YAML text, a dict, or None for the defaults
-                **overrides) -> Config: # dotted keys, e.g. `**{"train.max_steps": 5}`
-    "Load and validate a `Config`; raises `ConfigError` naming each bad key."
-    source, text = "<dict>", None
-    if src is None: data = {}
-    elif isinstance(src, dict): data = src
-    else:
-        p = Path(src)
-        if isinstance(src, Path) or (len(str(src)) < 4096 and "\n" not in str(src) and p.suffix in (".yaml", ".yml")):
-            if not p.exists(): raise ConfigError(f"{p}: config file not found")
-            source, text = str(p), p.read_text(encoding="utf-8")
-        else: source, text = "<yaml>", str(src)
-        try: data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e: raise ConfigError(f"{source}: not valid YAML: {e}") from None
-        if not isinstance(data, dict): raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
-    data = _apply_overrides(data, overrides)
-    try: return Config.model_validate(data)
-    except ValidationError as e: raise ConfigError(_explain(e, _key_lines(text) if text else {}, source, overrides)) from None
-
-def _apply_overrides(data:dict, overrides:dict) -> dict:
+# %% ../nbs/00_config.ipynb #52af87ff
+def _apply_overrides(data:dict, # the config as plain data
+                     overrides:dict # dotted key -> value
+                    ) -> dict:
     "Copy of `data` with dotted-key overrides set."
     import copy
     data = copy.deepcopy(data)
@@ -282,20 +299,51 @@ def _apply_overrides(data:dict, overrides:dict) -> dict:
         d[last] = v
     return data
 
+# %% ../nbs/00_config.ipynb #2a09fbe3
+PATH_MAX = 4096  # Linux's longest path: a longer string is YAML text, not a file name
+
+def _read_yaml(src:str|Path) -> tuple[str, str, dict]:
+    "`(source, text, data)` of a YAML file (a `Path`, or a `.yaml`/`.yml` name) or of YAML text."
+    p, s = Path(src), str(src)
+    if isinstance(src, Path) or (len(s) < PATH_MAX and "\n" not in s and p.suffix in (".yaml", ".yml")):
+        if not p.exists(): raise ConfigError(f"{p}: config file not found")
+        source, text = str(p), p.read_text(encoding="utf-8")
+    else: source, text = "<yaml>", s
+    try: data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e: raise ConfigError(f"{source}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    return source, text, data
+
+# %% ../nbs/00_config.ipynb #ebf25008
+def load_config(src:str|Path|dict|None=None, # YAML file, YAML text, a dict, or None for the defaults
+                **overrides) -> Config: # dotted keys, e.g. `**{"train.max_steps": 5}`
+    "Load and validate a `Config`; raises `ConfigError` naming each bad key."
+    if src is None or isinstance(src, dict): source, text, data = "<dict>", None, src or {}
+    else: source, text, data = _read_yaml(src)
+    data = _apply_overrides(data, overrides)
+    try: return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_explain(e, _key_lines(text) if text else {}, source, overrides)) from None
+
 # %% ../nbs/00_config.ipynb #b207a078
 def to_yaml(cfg:Config) -> str:
     "The whole config as YAML text, sections in pipeline order."
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 # %% ../nbs/00_config.ipynb #c69ef688
-def expand(path:str, run_dir:str|Path) -> Path:
+def expand(path:str, # a path from the config, `{run}` and `~` allowed
+           run_dir:str|Path # the run folder
+          ) -> Path:
     "`path` with `{run}` replaced by the run folder and `~` expanded."
     return Path(str(path).replace("{run}", str(run_dir))).expanduser()
 
+# %% ../nbs/00_config.ipynb #0c325940
 def _looks_local(name:str) -> bool:
     "A model name that can only be a local folder (hub ids look like `org/name`)."
     return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
 
+# %% ../nbs/00_config.ipynb #8e2469a1
 def check_paths(cfg:Config) -> None:
     "Raise `ConfigError` for input paths that cannot exist (those not made by the run itself)."
     import glob

@@ -8,7 +8,7 @@ import importlib.util, importlib.metadata, os, platform, sys
 import psutil
 
 # %% auto #0
-__all__ = ['gpu_info', 'cuda_available', 'env_report', 'recommend', 'resolve_loading']
+__all__ = ['REPORTED_PACKAGES', 'BF16_CPUS', 'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def _version(pkg:str) -> str|None:
@@ -16,6 +16,7 @@ def _version(pkg:str) -> str|None:
     try: return importlib.metadata.version(pkg)
     except importlib.metadata.PackageNotFoundError: return None
 
+# %% ../nbs/01_env.ipynb #ef909043
 def _driver_version() -> str|None:
     "NVIDIA driver version via NVML, or None when there is no driver."
     try:
@@ -25,6 +26,13 @@ def _driver_version() -> str|None:
         finally: pynvml.nvmlShutdown()
     except Exception: return None
 
+# %% ../nbs/01_env.ipynb #cdf58069
+def cuda_available() -> bool:
+    "True when torch can use a CUDA GPU here."
+    import torch
+    return torch.cuda.is_available()
+
+# %% ../nbs/01_env.ipynb #92053e7e
 def gpu_info(i:int) -> dict:
     "Name, memory (GiB) and capabilities of CUDA device `i`."
     import torch
@@ -33,13 +41,11 @@ def gpu_info(i:int) -> dict:
     return dict(index=i, name=p.name, capability=f"{p.major}.{p.minor}", total_gib=round(total/2**30, 2),
                 free_gib=round(free/2**30, 2), bf16=p.major >= 8)
 
-# %% ../nbs/01_env.ipynb #cdf58069
-def cuda_available() -> bool:
-    "True when torch can use a CUDA GPU here."
-    import torch
-    return torch.cuda.is_available()
-
 # %% ../nbs/01_env.ipynb #32cb142c
+REPORTED_PACKAGES = ("transformers", "peft", "accelerate", "datasets", "deepspeed", "duckdb",
+                     "llama_cpp_python", "vllm")  # packages whose versions go into the report
+BF16_CPUS = ("AVX512", "AVX512_BF16", "AMX")  # torch CPU capabilities counted as bf16-capable
+
 def env_report() -> dict:
     "Hardware and software facts that decide how to load and train a model."
     import torch  # here, not at import time: the data stages never pay for it
@@ -50,9 +56,9 @@ def env_report() -> dict:
         ram_total_gib=round(vm.total/2**30, 2), ram_free_gib=round(vm.available/2**30, 2),
         torch=torch.__version__, cuda=torch.version.cuda, cuda_available=cuda, driver=_driver_version(),
         gpus=[gpu_info(i) for i in range(torch.cuda.device_count())] if cuda else [],
-        cpu_bf16=bool(getattr(torch.backends, "cpu", None) and torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX")),
+        cpu_bf16=bool(getattr(torch.backends, "cpu", None) and torch.backends.cpu.get_cpu_capability() in BF16_CPUS),
         flash_attn=importlib.util.find_spec("flash_attn") is not None,
-        packages={p: _version(p) for p in ("transformers", "peft", "accelerate", "datasets", "deepspeed", "duckdb", "llama_cpp_python", "vllm")},
+        packages={p: _version(p) for p in REPORTED_PACKAGES},
     )
 
 # %% ../nbs/01_env.ipynb #db705334
@@ -69,7 +75,9 @@ def recommend(rep:dict, # from `env_report`
 
 # %% ../nbs/01_env.ipynb #78c5e74c
 def resolve_loading(mcfg, # `Config.model`
-                    rep:dict|None=None, training:bool=True) -> dict:
+                    rep:dict|None=None, # from `env_report`; None: report on this machine now
+                    training:bool=True # training leaves placement to the Trainer
+                   ) -> dict:
     "The recommendation, overridden by every non-`auto` setting in the model config."
     r = recommend(rep or env_report(), training=training)
     if mcfg.dtype != "auto": r["dtype"] = mcfg.dtype

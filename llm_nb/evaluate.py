@@ -4,39 +4,61 @@
 
 # %% ../nbs/30_evaluate.ipynb #4f69fbb7
 from __future__ import annotations
-import json, math, time
+import json, math
 import torch
+from .config import ConfigError
 from .run import timed_stage
 
 # %% auto #0
-__all__ = ['collate_lm', 'perplexity', 'run_evaluate']
+__all__ = ['IGNORE_INDEX', 'collate_lm', 'perplexity', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
-def collate_lm(rows:list, pad_id:int) -> dict:
+IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
+
+def collate_lm(rows:list, # dicts with an `input_ids` list each
+               pad_id:int # the id padding positions get
+              ) -> dict:
     "Right-pad `input_ids` to the longest row; labels are the ids with padding set to -100."
     L = max(len(r["input_ids"]) for r in rows)
     ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), L), dtype=torch.long)
     for i, r in enumerate(rows):
-        ids[i, :len(r["input_ids"])] = torch.tensor(r["input_ids"]); mask[i, :len(r["input_ids"])] = 1
-    return dict(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100))
+        n = len(r["input_ids"])
+        ids[i, :n] = torch.tensor(r["input_ids"])
+        mask[i, :n] = 1
+    return dict(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, IGNORE_INDEX))
 
+# %% ../nbs/30_evaluate.ipynb #23bfee7a
 @torch.no_grad()
-def perplexity(model, ds, # a dataset with `input_ids`
-               pad_id:int=0, batch_size:int=8, max_batches:int=0) -> dict:
+def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask`, returns `.logits`
+               ds, # a dataset with `input_ids`
+               pad_id:int=0, # the tokenizer's pad id
+               batch_size:int=8, # rows per forward pass
+               max_batches:int=0 # stop after this many batches (0: the whole dataset)
+              ) -> dict:
     "Token-weighted perplexity of `model` on `ds`."
     from torch.utils.data import DataLoader
     model.eval()
     dev = next(model.parameters()).device
-    dl = DataLoader(ds.select_columns(["input_ids"]), batch_size=batch_size, collate_fn=lambda rows: collate_lm(rows, pad_id))
+    dl = DataLoader(ds.select_columns(["input_ids"]), batch_size=batch_size,
+                    collate_fn=lambda rows: collate_lm(rows, pad_id))
     nll, n = 0.0, 0
     for i, b in enumerate(dl):
         if max_batches and i >= max_batches: break
         logits = model(input_ids=b["input_ids"].to(dev), attention_mask=b["attention_mask"].to(dev)).logits.float()
         labels = b["labels"][:, 1:].to(dev)
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")
-        nll += loss.item(); n += int((labels != -100).sum())
+        nll += torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels.flatten(),
+                                                 ignore_index=IGNORE_INDEX, reduction="sum").item()
+        n += int((labels != IGNORE_INDEX).sum())
     return dict(ppl=math.exp(nll / n), nll=nll / n, tokens=n)
+
+# %% ../nbs/30_evaluate.ipynb #36717d43
+def _check_eval(ec, n_examples:int) -> None:
+    "`ConfigError` when `cfg.evaluate` or an empty eval split leaves no token to measure."
+    if ec.batch_size < 1: raise ConfigError(f"evaluate.batch_size={ec.batch_size}: must be at least 1")
+    if ec.max_batches < 0: raise ConfigError(f"evaluate.max_batches={ec.max_batches}: must be 0 (all batches) or more")
+    if n_examples == 0:
+        raise ConfigError("tokenize/eval holds no example: raise tokenize.eval_frac and re-run tokenize")
 
 # %% ../nbs/30_evaluate.ipynb #c16b03c9
 @timed_stage("evaluate")
@@ -46,17 +68,19 @@ def run_evaluate(cfg, run) -> dict:
     from peft import PeftModel
     from llm_nb.model import load_model, load_tokenizer
     ec = cfg.evaluate
+    ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
+    _check_eval(ec, len(ds))
     out = run.stage_dir("evaluate")
     base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     tok = load_tokenizer(base, cfg.model.trust_remote_code)
-    ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     model = load_model(base, cfg.model, training=False)
     before = perplexity(model, ds, tok.pad_token_id, ec.batch_size, ec.max_batches)
     model = PeftModel.from_pretrained(model, str(run.dir/"train"/"adapter"))
     after = perplexity(model, ds, tok.pad_token_id, ec.batch_size, ec.max_batches)
     res = dict(ppl_before=before["ppl"], ppl_after=after["ppl"], eval_tokens=after["tokens"])
     (out/"perplexity.json").write_text(json.dumps(res, indent=2))
-    print(f"evaluate: perplexity {res['ppl_before']:.1f} (base) -> {res['ppl_after']:.2f} (fine-tuned) on {res['eval_tokens']} tokens")
-    run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", run.dir/"train"/"adapter"], outputs=[out/"perplexity.json"],
-               counts=res)
+    print(f"evaluate: perplexity {res['ppl_before']:.1f} (base) -> {res['ppl_after']:.2f} (fine-tuned) "
+          f"on {res['eval_tokens']} tokens")
+    run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", run.dir/"train"/"adapter"],
+               outputs=[out/"perplexity.json"], counts=res)
     return res

@@ -101,6 +101,17 @@ def _update(self:Run, name:str, stage:str, entry:dict):
     tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
     tmp.replace(p)
 
+# %% ../nbs/02_run.ipynb #d32654a4
+@patch
+def manifest(self:Run) -> dict:
+    "The parsed `manifest.json`."
+    return json.loads((self.dir/"manifest.json").read_text())
+
+@patch
+def report(self:Run) -> dict:
+    "The parsed `report.json`."
+    return json.loads((self.dir/"report.json").read_text())
+
 # %% ../nbs/02_run.ipynb #fd9679bd
 @patch
 def record(self:Run,
@@ -118,20 +129,10 @@ def record(self:Run,
     entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
                  counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
                  seconds=self.timings.get(stage),
-                 versions={p: _version(p.replace("_", "-")) or _version(p) for p in VERSIONED})
+                 versions={pkg: _version(pkg.replace("_", "-")) or _version(pkg) for pkg in VERSIONED})
     self._update("manifest.json", stage, entry)
     self._update("report.json", stage, dict(counts or {}, **(result or {})))
     return entry
-
-@patch
-def manifest(self:Run) -> dict:
-    "The parsed `manifest.json`."
-    return json.loads((self.dir/"manifest.json").read_text())
-
-@patch
-def report(self:Run) -> dict:
-    "The parsed `report.json`."
-    return json.loads((self.dir/"report.json").read_text())
 
 # %% ../nbs/02_run.ipynb #41e1ab96
 @patch

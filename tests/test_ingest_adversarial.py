@@ -1,34 +1,23 @@
 """Adversarial input: every record is kept or quarantined with a reason and its line number; nothing is lost.
-Bad JSON lines, invalid UTF-8, BOM, CRLF, NUL bytes, empty lines, a 50 MB line, wrong field types, a failing HTTP source."""
-import json, threading, http.server, urllib.parse
+Bad JSON lines, invalid UTF-8, BOM, CRLF, NUL bytes, empty lines, a 50 MB line, wrong field types,
+a failing HTTP source."""
+import json
 import pyarrow as pa, pyarrow.parquet as pq, pytest
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean import run_clean
+from llm_nb.testing import PagedAPI
 
 BIG = 50 * 2**20
 
-class Flaky(http.server.BaseHTTPRequestHandler):
-    "Page 1 fails twice then works; page 2 has a bad record; page 3 always fails (503)."
-    hits = {}
-    def log_message(self, *a): pass
-    def do_GET(self):
-        page = int(urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)["page"][0])
-        Flaky.hits[page] = Flaky.hits.get(page, 0) + 1
-        if (page == 1 and Flaky.hits[page] <= 2) or page == 3:
-            self.send_response(503); self.end_headers(); return
-        items = [{"text": f"api page {page} item {i}"} for i in range(4)]
-        if page == 2: items[2] = {"text": ["not", "a", "string"]}
-        body = json.dumps({"data": items}).encode()
-        self.send_response(200); self.end_headers(); self.wfile.write(body)
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def api():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_port}/items"
-    srv.shutdown()
+    "Pages 1 and 2 answer 503 twice before they work, page 2 has a record whose text is a list, page 3 always fails."
+    pages = {p: [{"text": f"api page {p} item {i}"} for i in range(4)] for p in (1, 2)}
+    pages[2][2] = {"text": ["not", "a", "string"]}
+    with PagedAPI(pages, fail_first=2, dead=[3]) as srv:
+        yield srv
 
 def write_inputs(d):
     "Files with planted problems; returns the expected kept and quarantined counts and the bad lines."
@@ -46,7 +35,8 @@ def write_inputs(d):
              b'["a", "list"]',                              # 11 not an object
              b'{"text": "last line, no newline"}']          # 12 ok
     (d/"a.jsonl").write_bytes(b"\n".join(lines))
-    (d/"b.csv").write_bytes('\ufeffid,text\r\n1,"quoted\r\nnewline"\r\n2,"bad '.encode() + b"\xff" + b'"\r\n3\r\n4,ok,extra\r\n5,fine\r\n')
+    (d/"b.csv").write_bytes('\ufeffid,text\r\n1,"quoted\r\nnewline"\r\n2,"bad '.encode() + b"\xff"
+                            + b'"\r\n3\r\n4,ok,extra\r\n5,fine\r\n')
     pq.write_table(pa.table({"text": ["p1", None, "p3"], "n": [1, 2, 3]}), d/"c.parquet")
     pq.write_table(pa.table({"text": [1, 2]}), d/"d.parquet")
     (d/"e.json").write_text(json.dumps([{"text": "j1"}, {"text": None}, "oops"]))
@@ -61,7 +51,8 @@ def write_inputs(d):
 def test_adversarial_inputs_lose_nothing(tmp_path, api, capsys):
     exp = write_inputs(tmp_path/"in")
     srcs = [{"name": "local", "path": str(tmp_path/"in"/"*"), "text_unit": "paragraph"},
-            {"name": "api", "kind": "http", "url": api, "records_field": "data", "page_size": 4, "retries": 3, "backoff": 0.01}]
+            {"name": "api", "kind": "http", "url": api.url + "/items", "records_field": "data", "page_size": 4,
+             "retries": 3, "backoff": 0.01}]
     cfg = demo_config(**{"run.root": str(tmp_path/"runs"), "ingest.sources": srcs, "synth.n_records": 0})
     run = Run.create(cfg)
     c = run_ingest(cfg, run)
@@ -76,6 +67,7 @@ def test_adversarial_inputs_lose_nothing(tmp_path, api, capsys):
     dead = [json.loads(l) for l in (run.dir/"ingest"/"dead_letter.jsonl").read_text().splitlines()]
     pages = [x for x in dead if x["reason"].startswith("page ")]
     assert len(pages) == 1 and pages[0]["reason"] == "page 3: http 503 after 4 attempts; source stopped"
+    assert api.hits == {1: 3, 2: 3, 3: 4}  # two 503s before pages 1 and 2 work; page 3: 1 + 3 retries, then stop
     got = {}
     for x in dead:
         if x not in pages: got.setdefault(name(x["file"]), []).append(x["line"])
@@ -91,7 +83,8 @@ def test_adversarial_inputs_lose_nothing(tmp_path, api, capsys):
     assert by_line[("a.jsonl", 1)] == "bom first line" and by_line[("a.jsonl", 2)] == "crlf line"
     assert by_line[("b.csv", 2)] == "quoted\r\nnewline" and len(by_line[("a.jsonl", 10)]) == BIG
 
-    # clean keeps the accounting: the 50 MB record is rejected as too long (and kept in rejected.parquet), NUL is removed
+    # clean keeps the accounting: the 50 MB record is rejected as too long (and kept in rejected.parquet),
+    # NUL is removed
     cl = run_clean(cfg, run)
     assert cl["rows_in"] == kept and cl["rows_out"] + sum(cl["rejected"].values()) == kept
     assert cl["rejected"]["too_long"] == 1
@@ -100,9 +93,12 @@ def test_adversarial_inputs_lose_nothing(tmp_path, api, capsys):
     assert "quoted\nnewline" in set(clean.text)
 
 def test_unchanged_files_are_skipped_and_changed_ones_reread(tmp_path):
-    d = tmp_path/"in"; d.mkdir()
-    (d/"a.jsonl").write_text('{"text": "one"}\n'); (d/"b.jsonl").write_text('{"text": "two"}\n')
-    cfg = demo_config(**{"run.root": str(tmp_path/"runs"), "synth.n_records": 0, "ingest.sources": [{"path": str(d/"*.jsonl")}]})
+    d = tmp_path/"in"
+    d.mkdir()
+    (d/"a.jsonl").write_text('{"text": "one"}\n')
+    (d/"b.jsonl").write_text('{"text": "two"}\n')
+    cfg = demo_config(**{"run.root": str(tmp_path/"runs"), "synth.n_records": 0,
+                         "ingest.sources": [{"path": str(d/"*.jsonl")}]})
     run = Run.create(cfg)
     assert run_ingest(cfg, run)["skipped_unchanged"] == 0
     assert run_ingest(cfg, run)["skipped_unchanged"] == 2

@@ -1,15 +1,13 @@
 "The served model as a subprocess: engines, API key, secrets kept out of files, concurrency without truncation, a server killed mid-benchmark."
 import json, os, signal, threading, time
 import httpx, pytest
+from llm_nb.config import load_config
 from llm_nb.serve import serve_exported
 from llm_nb.bench import run_bench, parse_prometheus
 
 def cfg_of(run, **sets):
-    cfg = run.cfg.model_copy(deep=True)
-    for k, v in sets.items():
-        sec, key = k.split(".")
-        setattr(getattr(cfg, sec), key, v)
-    return cfg
+    "The run's config with dotted-key overrides, validated like any other config."
+    return load_config(run.cfg.model_dump(), **sets)
 
 def test_api_key_required_and_never_written(exported_run, monkeypatch):
     run = exported_run

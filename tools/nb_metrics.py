@@ -10,7 +10,7 @@ Measures, over nbs/*.ipynb and the exported modules:
 - the most stage runners (`run_*`, `serve_exported`) one non-exported notebook cell imports;
 - `;` statement separators and lines over 120 characters in llm_nb/*.py, and the longest function there;
 - hand-made HTTP stand-in servers (classes of BaseHTTPRequestHandler / ThreadingHTTPServer handlers,
-  asyncio.start_server) in nbs/, bench/, tests/ and llm_nb/;
+  asyncio.start_server) in nbs/, bench/ and tests/;
 - `show_doc` calls in the notebooks.
 """
 from __future__ import annotations
@@ -68,7 +68,8 @@ def module_measures(py_files:list[Path]) -> dict:
         text = f.read_text(encoding="utf-8")
         toks = tokenize.generate_tokens(io.StringIO(text).readline)
         semis += sum(t.type == tokenize.OP and t.string == ";" for t in toks)
-        long_lines += sum(len(line) > 120 for line in text.splitlines())
+        # nbdev wraps its generated `__all__` at 120 characters without counting `__all__ = `: not ours to fix
+        long_lines += sum(len(line) > 120 and not line.startswith("__all__") for line in text.splitlines())
         for n in ast.walk(ast.parse(text)):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > longest[1]:
                 longest = (f"{f.stem}.{n.name}", n.end_lineno - n.lineno + 1)
@@ -91,7 +92,7 @@ def measure(root:Path=ROOT) -> dict:
     per = notebook_measures(nbs)
     tot = lambda k: sum(v[k] for v in per.values())
     mods = module_measures(sorted(p for p in (root/"llm_nb").glob("*.py") if p.name != "_modidx.py"))
-    servers = stand_ins([root/d for d in ("nbs", "bench", "tests", "llm_nb")])
+    servers = stand_ins([root/d for d in ("nbs", "bench", "tests")])  # llm_nb/ is exported from nbs/
     return dict(export_cells=tot("export_cells"), export_cells_over_two_defs=tot("over_two"),
                 max_defs_in_one_cell=max(v["max_defs"] for v in per.values()),
                 export_cells_with_demo=tot("demoed"),

@@ -2,14 +2,18 @@
 # The test command (README, .ci/run): notebooks are the source of truth, so check that
 #   1. llm_nb/ is exactly what nbdev_export makes of nbs/, and README.md what tools/readme.py makes of index.ipynb,
 #   2. notebooks are committed clean (nbdev_clean changes nothing),
-#   3. every notebook runs top to bottom (nbdev_test; `#| gpu` cells skipped on machines without one),
-#   4. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
-# then print one closing line: "test: N passed, N failed".
+#   3. every notebook runs top to bottom in-process (nbdev_test; `#| gpu` cells skipped),
+#   4. every notebook runs top to bottom in a real Jupyter kernel, as Run All does (tools/run_nbs.py: a kernel has
+#      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves),
+#   5. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
+# then print how literate the notebooks read (tools/nb_metrics.py: information, not a gate)
+# and one closing line: "test: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
 export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
-passed=0; failed=0
+passed=0
+failed=0
 check() { # name, command...
   local name=$1; shift
   if "$@"; then passed=$((passed+1)); echo "ok: $name"; else failed=$((failed+1)); echo "FAILED: $name"; fi
@@ -31,6 +35,14 @@ if ! grep -q "^Success" "$nb_log" && [ "$nb_failed" -eq 0 ]; then nb_failed=$nb_
 passed=$((passed + nb_total - nb_failed)); failed=$((failed + nb_failed))
 echo "notebooks: $((nb_total - nb_failed)) of $nb_total ran top to bottom"
 
+# every notebook in a real kernel; one test per notebook
+kernel_log=$(mktemp)
+python tools/run_nbs.py --workers 2 2>&1 | tee "$kernel_log"
+k_ok=$(grep -c '^ok: .* in a real kernel' "$kernel_log" || true)
+k_failed=$((nb_total - k_ok))
+passed=$((passed + k_ok))
+failed=$((failed + k_failed))
+
 # pytest
 py_log=$(mktemp)
 python -m pytest tests/ -q -p no:cacheprovider 2>&1 | tee "$py_log"; rc=${PIPESTATUS[0]}
@@ -41,5 +53,7 @@ if [ "$rc" -eq 5 ]; then echo "pytest collected no test"; py_failed=$((py_failed
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "${py_failed:-0}" -eq 0 ]; then py_failed=1; fi
 passed=$((passed + py_passed)); failed=$((failed + ${py_failed:-0}))
 
+echo "--- how the notebooks read (information, not a gate) ---"
+python tools/nb_metrics.py || true
 echo "test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

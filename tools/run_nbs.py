@@ -1,0 +1,64 @@
+"""Run notebooks top to bottom in a real Jupyter kernel, as JupyterLab's Run All does (nbdev_test does not:
+it runs cells in-process, without the kernel's event loop, and skips `#| gpu` cells that Jupyter would run).
+
+    python tools/run_nbs.py [NB.ipynb ...] [--workers 2] [--timeout 1800]
+
+With no notebook given, every nbs/*.ipynb except those starting with `_`. Prints one line per notebook and, for a
+failure, the failing cell's first lines and the error; the last line is `kernel: N of M notebooks ran`.
+Exit status 0 only when all ran.
+"""
+from __future__ import annotations
+import argparse, re, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CELL_LINES = 6  # lines of a failing cell shown in the report
+ERROR_CHARS = 3000  # characters of a failing cell's error shown in the report
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in IPython tracebacks
+
+
+def run_one(path:str, timeout:int) -> tuple[str, bool, float, str]:
+    "Execute one notebook in a fresh kernel started in its folder: (name, ok, seconds, failure report)."
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    p, t0 = Path(path), time.time()
+    nb = nbformat.read(p, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(p.parent)}})
+    try: client.execute()
+    except (CellExecutionError, CellTimeoutError) as e:
+        return p.name, False, time.time() - t0, _failure(nb, e)
+    except Exception as e:  # the kernel died or could not start
+        return p.name, False, time.time() - t0, f"{type(e).__name__}: {e}"[:ERROR_CHARS]
+    return p.name, True, time.time() - t0, ""
+
+
+def _failure(nb, err) -> str:
+    "The first cell with an error output (its first lines) and the error text."
+    for i, cell in enumerate(nb.cells):
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            head = "\n".join(cell.source.splitlines()[:CELL_LINES])
+            return f"cell {i}:\n{head}\n---\n{ANSI.sub('', str(err))[-ERROR_CHARS:]}"
+    return ANSI.sub("", str(err))[-ERROR_CHARS:]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("notebooks", nargs="*")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds one cell may run")
+    a = ap.parse_args(argv)
+    nbs = a.notebooks or sorted(str(p) for p in (ROOT/"nbs").glob("*.ipynb") if not p.name.startswith("_"))
+    nbs = sorted(nbs, key=lambda p: -Path(p).stat().st_size)  # biggest first: the pool finishes sooner
+    ok = 0
+    with ProcessPoolExecutor(a.workers) as pool:
+        for name, passed, secs, report in pool.map(run_one, nbs, [a.timeout] * len(nbs)):
+            ok += passed
+            print(f"{'ok' if passed else 'FAILED'}: {name} in a real kernel ({secs:.0f}s)", flush=True)
+            if report: print(report, flush=True)
+    print(f"kernel: {ok} of {len(nbs)} notebooks ran")
+    return 0 if ok == len(nbs) else 1
+
+
+if __name__ == "__main__": sys.exit(main())
