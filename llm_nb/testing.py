@@ -5,6 +5,7 @@
 # %% ../nbs/04_testing.ipynb #e905f175
 from __future__ import annotations
 import atexit, collections, json, shutil, socket, sys, tempfile, threading, time, urllib.parse
+from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .config import Config, demo_config, load_config
@@ -12,7 +13,7 @@ from .run import Run
 
 # %% auto #0
 __all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'send_json', 'send_event', 'StandIn',
-           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'CharTokenizer']
+           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -190,6 +191,22 @@ class PagedAPI(StandIn):
         if self.hits[page] <= fails or page in self.dead: return send_json(h, {"error": "unavailable"}, 503)
         items = self.pages.get(page, [])
         send_json(h, {self.field: items} if self.field else items)
+
+# %% ../nbs/04_testing.ipynb #6b0285cc
+def random_adapter(base:str|Path, # the base model's folder
+                   out:str|Path, # where the adapter is saved
+                   r:int=8, # its rank
+                   targets:tuple=("q_proj", "v_proj"), # the modules it adapts
+                   seed:int=1 # seed of its random weights
+                  ) -> Path:
+    "Save a LoRA adapter for `base` with random, non-zero weights in `out`."
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(seed)
+    lora = LoraConfig(r=r, lora_alpha=2 * r, target_modules=list(targets), init_lora_weights=False)
+    get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora).save_pretrained(out)
+    return Path(out)
 
 # %% ../nbs/04_testing.ipynb #24e55431
 class CharTokenizer:

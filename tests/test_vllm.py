@@ -1,0 +1,54 @@
+"vLLM for real on this CPU (its CPU build, made by tools/install.sh --dev): streams, chat, a benchmark, its metrics, two adapters per request, a clean stop."
+import json, os, time
+import httpx, pytest
+from llm_nb.bench import run_bench
+from llm_nb.config import load_config
+from llm_nb.serve import serve_exported, vllm_python
+from llm_nb.testing import random_adapter
+
+GROUP_GONE_S = 15  # seconds the server's children may take to exit after the server itself
+
+def group_alive(pgid:int) -> bool:
+    "Whether any process of the process group `pgid` is still running."
+    try: os.killpg(pgid, 0)
+    except ProcessLookupError: return False
+    return True
+
+@pytest.fixture(scope="module")
+def vllm_server(exported_run):
+    "vLLM serving the base model with the run's adapter (as `model`) and a random one (as `other`)."
+    assert vllm_python() is not None, "vLLM's CPU build is missing: run `bash tools/install.sh --dev`"
+    run = exported_run
+    base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    random_adapter(base, run.dir/"other-adapter")
+    cfg = load_config(run.cfg.model_dump(), **{
+        "serve.engine": "auto", "serve.lora": True, "serve.lora_modules": {"other": "{run}/other-adapter"},
+        "serve.startup_timeout": 600, "bench.num_prompts": 8, "bench.max_concurrency": 4, "bench.output_len": 32,
+        "bench.metrics_interval": 0.2})
+    server = serve_exported(cfg, run)
+    assert server.engine == "vllm"  # auto: HF weights, and vLLM can run here
+    with server.start(cfg.serve.startup_timeout):
+        yield cfg, run, server
+    deadline = time.monotonic() + GROUP_GONE_S
+    while group_alive(server.proc.pid) and time.monotonic() < deadline: time.sleep(0.2)
+    assert server.proc.poll() is not None and not group_alive(server.proc.pid), "vLLM left processes behind"
+
+def test_vllm_benchmark_completions_and_chat_with_metrics(vllm_server):
+    cfg, run, server = vllm_server
+    done = run_bench(cfg, run, server)
+    assert (done["completed"], done["failed"], done["output_tokens"]) == (8, 0, 8 * 32), done["errors"]
+    assert any(k.startswith("vllm:num_requests_running") for k in done["server_metrics"]), done["server_metrics"]
+    assert done["ttft_ms"]["median"] > 0 and done["tpot_ms"]["median"] > 0
+    chat = run_bench(load_config(cfg.model_dump(), **{"bench.endpoint": "chat"}), run, server)
+    assert (chat["completed"], chat["failed"]) == (8, 0), chat["errors"]
+
+def test_vllm_two_adapters_per_request(vllm_server):
+    cfg, run, server = vllm_server
+    models = [m["id"] for m in httpx.get(server.base_url + "/v1/models", timeout=30).json()["data"]]
+    assert {"model", "other", "model-base"} <= set(models), models
+    body = dict(prompt="这个商品", max_tokens=16, temperature=0, ignore_eos=True)
+    answer = lambda m: httpx.post(server.base_url + "/v1/completions", json=dict(body, model=m),
+                                  timeout=120).json()["choices"][0]["text"]
+    first, second = answer("model"), answer("other")
+    assert first != second, (first, second)
+    assert answer("model") == first  # greedy: the same adapter gives the same answer again
