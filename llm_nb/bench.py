@@ -12,11 +12,12 @@ from .run import json_safe, save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S', 'GAUGES',
-           'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'run_coro',
-           'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts', 'arrival_gaps',
-           'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize', 'errors_by_kind', 'bench_metrics',
-           'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary', 'benchmark',
-           'heldout_texts', 'run_bench']
+           'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'COMPARED', 'PLOTTED',
+           'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'random_prompts', 'text_prompts',
+           'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize',
+           'errors_by_kind', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts',
+           'format_summary', 'benchmark', 'compare_table', 'plot_compare', 'served_models', 'heldout_texts',
+           'run_bench']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -195,7 +196,8 @@ def arrival_gaps(n:int, # requests
     return gaps
 
 # %% ../nbs/42_bench.ipynb #78c81169
-SCRAPED = ("vllm:kv_cache_usage_perc", "vllm:num_requests_waiting", "vllm:num_requests_running", "llamacpp:")
+SCRAPED = ("vllm:kv_cache_usage_perc", "vllm:num_requests_waiting", "vllm:num_requests_running",
+           "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count", "llamacpp:")
 
 def parse_prometheus(text:str, # a /metrics page (Prometheus text format)
                      keep=SCRAPED # name prefixes to keep
@@ -540,6 +542,54 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     title = f"{bc.endpoint}: {len(prompts)} prompts, concurrency {concurrency}, rate {bc.request_rate}/s"
     plot_bench(results, duration, series, out/"bench.png", title)
     return m
+
+# %% ../nbs/42_bench.ipynb #04b4394c
+COMPARED = (("output tokens/s", "output_throughput", None), ("requests/s", "request_throughput", None),
+            ("goodput (req/s)", "request_goodput", None), ("median TTFT (ms)", "ttft_ms", "median"),
+            ("p99 TTFT (ms)", "ttft_ms", "p99"), ("median TPOT (ms)", "tpot_ms", "median"),
+            ("median ITL (ms)", "itl_ms", "median"), ("p99 ITL (ms)", "itl_ms", "p99"),
+            ("median E2EL (ms)", "e2el_ms", "median"))  # (row, summary key, statistic) of `compare_table`
+
+def compare_table(results:dict[str, dict]) -> str:
+    "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric."
+    def cell(m, key, stat):
+        v = m.get(key) if stat is None else (m.get(key) or {}).get(stat)
+        return "n/a" if v is None else f"{v:.2f}"
+    lines = ["| | " + " | ".join(results) + " |", "|---|" + "--:|" * len(results)]
+    lines += [f"| {row} | " + " | ".join(cell(m, key, stat) for m in results.values()) + " |"
+              for row, key, stat in COMPARED]
+    return "\n".join(lines)
+
+# %% ../nbs/42_bench.ipynb #efcb13c2
+PLOTTED = (("output tokens/s", "output_throughput", None), ("median TTFT (ms)", "ttft_ms", "median"),
+           ("median TPOT (ms)", "tpot_ms", "median"), ("median E2EL (ms)", "e2el_ms", "median"))  # `plot_compare`'s panels
+
+def plot_compare(results:dict[str, dict], # {label: benchmark summary}
+                 path:Path, # the PNG to write
+                 title:str="" # the figure's title
+                ) -> Path:
+    "Bars of throughput and median latencies, one bar per summary in `results`, one panel per metric."
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(11, 3.2))
+    for ax, (name, key, stat) in zip(fig.subplots(1, len(PLOTTED)), PLOTTED):
+        values = [(m.get(key) if stat is None else (m.get(key) or {}).get(stat)) or 0 for m in results.values()]
+        ax.bar(range(len(values)), values, color=[f"C{i}" for i in range(len(values))])
+        ax.set_xticks(range(len(values)), list(results), rotation=20, ha="right", fontsize=8)
+        ax.set_title(name, fontsize=9)
+        ax.grid(axis="y", alpha=.3)
+    if title: fig.suptitle(title)
+    return save_figure(fig, path, dpi=90)
+
+# %% ../nbs/42_bench.ipynb #1e2a6299
+MODELS_TIMEOUT = 30  # seconds to wait for /v1/models
+
+def served_models(base_url:str, # the server, e.g. http://127.0.0.1:8080
+                  headers:dict|None=None # e.g. the API key
+                 ) -> list[str]:
+    "The model names an OpenAI-compatible server lists at `/v1/models`."
+    r = httpx.get(base_url.rstrip("/") + "/v1/models", headers=headers or {}, timeout=MODELS_TIMEOUT)
+    r.raise_for_status()
+    return [m["id"] for m in r.json()["data"]]
 
 # %% ../nbs/42_bench.ipynb #7de3b043
 def heldout_texts(run, # a run through the tokenize stage

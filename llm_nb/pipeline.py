@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, json, os, sys, time
 from pathlib import Path
-import yaml
+import httpx, yaml
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths
 from .run import Run, timed_stage
 from .synth import run_synth
@@ -94,10 +94,21 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
         raise ConfigError("bench.dataset=text needs a run's held-out split: "
                           "use --set bench.dataset=random or a JSONL file of prompts")
     headers, tok = _auth_headers(a.api_key_env), load_tokenizer(a.tokenizer)
-    m = benchmark(a.base_url, cfg.bench, tok, Path(a.out), headers, a.model)
+    model = a.model or _first_served_model(a.base_url, headers)
+    m = benchmark(a.base_url, cfg.bench, tok, Path(a.out), headers, model)
     print(format_summary(m))
     print(f"results: {Path(a.out)/'results.json'}, {Path(a.out)/'bench.png'}")
     return 0 if m["completed"] else 1
+
+# %% ../nbs/90_pipeline.ipynb #25cfe038
+def _first_served_model(base_url:str, headers:dict) -> str:
+    "The first model name the server lists; a ConfigError naming --model when it lists none or cannot be asked."
+    from llm_nb.bench import served_models
+    try: names = served_models(base_url, headers)
+    except (httpx.HTTPError, KeyError, ValueError) as e:
+        raise ConfigError(f"{base_url}/v1/models: {type(e).__name__}: {e}; pass --model NAME") from None
+    if not names: raise ConfigError(f"{base_url}/v1/models lists no model: pass --model NAME")
+    return names[0]
 
 # %% ../nbs/90_pipeline.ipynb #eea66edf
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
@@ -126,7 +137,7 @@ def _bench_parser(sub):
     b.add_argument("base_url", help="e.g. http://127.0.0.1:8080")
     b.add_argument("--tokenizer", required=True, help="the served model's tokenizer: a local folder or hub id")
     b.add_argument("--config")
-    b.add_argument("--model", default="model", help="model name sent in requests")
+    b.add_argument("--model", help="model name sent in requests (default: the first the server lists)")
     b.add_argument("--api-key-env", default="", help="name of the env var holding the API key")
     b.add_argument("--out", default="bench-results", help="folder for results.json and bench.png")
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -4,6 +4,7 @@ import httpx, pytest
 from llm_nb.config import load_config
 from llm_nb.serve import serve_exported
 from llm_nb.bench import run_bench, parse_prometheus
+from llm_nb.testing import FakeOpenAI
 
 def cfg_of(run, **sets):
     "The run's config with dotted-key overrides, validated like any other config."
@@ -134,3 +135,15 @@ def test_llama_server_answers_chat_with_the_tiny_template(exported_run):
         props = httpx.get(server.base_url + "/props", timeout=30).json()
     assert (m["completed"], m["failed"]) == (4, 0), m["errors"]
     assert "<|im_start|>" in props.get("chat_template", ""), props.get("chat_template")
+
+def test_bench_cli_asks_the_server_for_its_model(exported_run, tmp_path):
+    "Without --model, `llm_nb bench` sends the first model name the server lists at /v1/models."
+    from conftest import llm_nb_cmd
+    tok = exported_run.dir/"export"/"merged"
+    with FakeOpenAI(ttft=0.01, itl=0.001, model="reviews-7b") as api:
+        r = llm_nb_cmd("bench", api.url, "--tokenizer", tok, "--out", tmp_path/"b", "--set", "bench.dataset=random",
+                       "--set", "bench.num_prompts=3")
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert {body["model"] for body in api.requests} == {"reviews-7b"}
+    gone = llm_nb_cmd("bench", api.url, "--tokenizer", tok, "--set", "bench.dataset=random")
+    assert gone.returncode == 2 and "pass --model NAME" in gone.stderr, gone.stderr
