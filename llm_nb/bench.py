@@ -197,7 +197,8 @@ def arrival_gaps(n:int, # requests
 
 # %% ../nbs/42_bench.ipynb #78c81169
 SCRAPED = ("vllm:kv_cache_usage_perc", "vllm:num_requests_waiting", "vllm:num_requests_running",
-           "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count", "llamacpp:")
+           "vllm:request_queue_time_seconds_sum", "vllm:request_queue_time_seconds_count",
+           "vllm:iteration_tokens_total_sum", "vllm:iteration_tokens_total_count", "llamacpp:")
 
 def parse_prometheus(text:str, # a /metrics page (Prometheus text format)
                      keep=SCRAPED # name prefixes to keep
@@ -543,7 +544,7 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     plot_bench(results, duration, series, out/"bench.png", title)
     return m
 
-# %% ../nbs/42_bench.ipynb #04b4394c
+# %% ../nbs/42_bench.ipynb #8d2d14f4
 COMPARED = (("output tokens/s", "output_throughput", None), ("requests/s", "request_throughput", None),
             ("goodput (req/s)", "request_goodput", None), ("median TTFT (ms)", "ttft_ms", "median"),
             ("p99 TTFT (ms)", "ttft_ms", "p99"), ("median TPOT (ms)", "tpot_ms", "median"),
@@ -560,9 +561,10 @@ def compare_table(results:dict[str, dict]) -> str:
               for row, key, stat in COMPARED]
     return "\n".join(lines)
 
-# %% ../nbs/42_bench.ipynb #efcb13c2
+# %% ../nbs/42_bench.ipynb #86206ccd
+# the panels of `plot_compare`: (title, summary key, statistic)
 PLOTTED = (("output tokens/s", "output_throughput", None), ("median TTFT (ms)", "ttft_ms", "median"),
-           ("median TPOT (ms)", "tpot_ms", "median"), ("median E2EL (ms)", "e2el_ms", "median"))  # `plot_compare`'s panels
+           ("median TPOT (ms)", "tpot_ms", "median"), ("median E2EL (ms)", "e2el_ms", "median"))
 
 def plot_compare(results:dict[str, dict], # {label: benchmark summary}
                  path:Path, # the PNG to write
@@ -580,7 +582,7 @@ def plot_compare(results:dict[str, dict], # {label: benchmark summary}
     if title: fig.suptitle(title)
     return save_figure(fig, path, dpi=90)
 
-# %% ../nbs/42_bench.ipynb #1e2a6299
+# %% ../nbs/42_bench.ipynb #caed0001
 MODELS_TIMEOUT = 30  # seconds to wait for /v1/models
 
 def served_models(base_url:str, # the server, e.g. http://127.0.0.1:8080

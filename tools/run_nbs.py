@@ -35,11 +35,13 @@ def run_one(path:str, timeout:int) -> tuple[str, bool, float, str]:
 
 
 def _failure(nb, err) -> str:
-    "The first cell with an error output (its first lines) and the error text."
+    "The first cell with an error output: its first lines and its traceback (else the exception's text)."
     for i, cell in enumerate(nb.cells):
-        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+        for o in cell.get("outputs", []):
+            if o.get("output_type") != "error": continue
             head = "\n".join(cell.source.splitlines()[:CELL_LINES])
-            return f"cell {i}:\n{head}\n---\n{ANSI.sub('', str(err))[-ERROR_CHARS:]}"
+            trace = ANSI.sub("", "\n".join(o.get("traceback", [])))
+            return f"cell {i}:\n{head}\n---\n{trace[-ERROR_CHARS:]}\n{o.get('ename')}: {o.get('evalue')}"
     return ANSI.sub("", str(err))[-ERROR_CHARS:]
 
 
