@@ -17,7 +17,7 @@ __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'GOODPUT_METRICS', 'TIM
            'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize',
            'errors_by_kind', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts',
            'format_summary', 'benchmark', 'compare_table', 'plot_compare', 'served_models', 'heldout_texts',
-           'run_bench']
+           'bench_server', 'run_bench']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -544,7 +544,7 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     plot_bench(results, duration, series, out/"bench.png", title)
     return m
 
-# %% ../nbs/42_bench.ipynb #8d2d14f4
+# %% ../nbs/42_bench.ipynb #cc3853d4
 COMPARED = (("output tokens/s", "output_throughput", None), ("requests/s", "request_throughput", None),
             ("goodput (req/s)", "request_goodput", None), ("median TTFT (ms)", "ttft_ms", "median"),
             ("p99 TTFT (ms)", "ttft_ms", "p99"), ("median TPOT (ms)", "tpot_ms", "median"),
@@ -561,7 +561,7 @@ def compare_table(results:dict[str, dict]) -> str:
               for row, key, stat in COMPARED]
     return "\n".join(lines)
 
-# %% ../nbs/42_bench.ipynb #86206ccd
+# %% ../nbs/42_bench.ipynb #669b47cc
 # the panels of `plot_compare`: (title, summary key, statistic)
 PLOTTED = (("output tokens/s", "output_throughput", None), ("median TTFT (ms)", "ttft_ms", "median"),
            ("median TPOT (ms)", "tpot_ms", "median"), ("median E2EL (ms)", "e2el_ms", "median"))
@@ -582,7 +582,7 @@ def plot_compare(results:dict[str, dict], # {label: benchmark summary}
     if title: fig.suptitle(title)
     return save_figure(fig, path, dpi=90)
 
-# %% ../nbs/42_bench.ipynb #caed0001
+# %% ../nbs/42_bench.ipynb #43a9e459
 MODELS_TIMEOUT = 30  # seconds to wait for /v1/models
 
 def served_models(base_url:str, # the server, e.g. http://127.0.0.1:8080
@@ -602,19 +602,28 @@ def heldout_texts(run, # a run through the tokenize stage
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     return [tokenizer.decode(ids, skip_special_tokens=True) for ids in ds["input_ids"]]
 
+# %% ../nbs/42_bench.ipynb #5576c792
+def bench_server(cfg, # the run's config (its `bench` section)
+                 run, # the run: its exported tokenizer and held-out split
+                 server, # a started `Server`
+                 out:Path # folder for results.json and bench.png
+                ) -> dict:
+    "Benchmark a running `Server` with the run's prompts and tokenizer; print and return the summary."
+    from llm_nb.model import load_tokenizer
+    tok = load_tokenizer(str(run.dir/"export"/"merged"))
+    texts = heldout_texts(run, tok) if cfg.bench.dataset == "text" else None
+    m = benchmark(server.base_url, cfg.bench, tok, out, server.headers, server.model_name, texts)
+    print(format_summary(m))
+    return m
+
 @timed_stage("bench")
 def run_bench(cfg, # the run's config (its `bench` section)
               run, # the run: its exported tokenizer and held-out split
               server # a started `Server`
              ) -> dict:
     "Benchmark a running `Server`; write bench/results.json and bench/bench.png; record the summary in the manifest."
-    from llm_nb.model import load_tokenizer
-    bc = cfg.bench
     out = run.stage_dir("bench")
-    tok = load_tokenizer(str(run.dir/"export"/"merged"))
-    texts = heldout_texts(run, tok) if bc.dataset == "text" else None
-    m = benchmark(server.base_url, bc, tok, out, server.headers, server.model_name, texts)
-    print(format_summary(m))
+    m = bench_server(cfg, run, server, out)
     run.record("bench", inputs=[run.dir/"tokenize"/"eval"], outputs=[out/"results.json", out/"bench.png"],
                counts={k: v for k, v in m.items() if k != "server_metrics"})
     return m

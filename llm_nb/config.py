@@ -186,6 +186,9 @@ class ServeCfg(Section):
     # vLLM with `lora`: more adapters served at once, chosen per request by name ({name: folder}, `{run}` allowed)
     lora_modules: dict[str, str] = {}
     cpu_kv_cache_gib: int = Field(1, gt=0)  # vLLM's CPU build: RAM for the KV cache (VLLM_CPU_KVCACHE_SPACE)
+    # more engines benchmarked on the same prompts after `engine`, side by side in the report (vllm serves the
+    # merged folder, the llama.cpp engines a GGUF file); one that cannot run here is skipped with its reason
+    compare: list[Literal["llama_server", "llama_cpp_python", "vllm"]] = []
     extra_args: list[str] = []  # appended to the engine's command line
     # name of an env var holding the API key (the key itself is never in a config, a file or argv)
     api_key_env: str = ""

@@ -21,12 +21,12 @@ from .serve import serve_exported
 from .bench import run_bench
 
 # %% auto #0
-__all__ = ['STAGES', 'DESCRIPTION', 'run_serve_bench', 'run_pipeline', 'bench_cli', 'main']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
 def run_serve_bench(cfg, run) -> dict:
-    "Start the server for the exported model, benchmark it, stop it."
+    "Start the server for the exported model, benchmark it, stop it; then the same for `serve.compare`'s engines."
     t0 = time.perf_counter()
     server = serve_exported(cfg, run)
     with server.start(cfg.serve.startup_timeout):
@@ -35,7 +35,43 @@ def run_serve_bench(cfg, run) -> dict:
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode)
     run.record("serve", outputs=[server.log_path], counts=counts)
+    if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
     return res
+
+# %% ../nbs/90_pipeline.ipynb #3249b226
+def _engine_cfg(cfg:Config, engine:str) -> Config:
+    "The run's config with `engine` serving what suits it: vLLM the merged folder, llama.cpp a GGUF file."
+    gguf = cfg.serve.model if cfg.serve.model != "merged" else (cfg.export.quants or [cfg.export.outtype])[0]
+    model = "merged" if engine == "vllm" else gguf
+    return load_config(cfg.model_dump(), **{"serve.engine": engine, "serve.model": model, "serve.compare": []})
+
+# %% ../nbs/90_pipeline.ipynb #245aa13a
+COMPARED_KEYS = ("completed", "failed", "output_throughput", "request_goodput")  # per engine in report.json
+
+def compare_engines(cfg:Config, # the run's config (`serve.compare` names the engines)
+                    run:Run, # a run through the export stage
+                    results:dict # {label: summary} already measured, e.g. the main engine's
+                   ) -> dict:
+    "Benchmark `serve.compare`'s engines on the run's prompts; write bench/compare.{md,png}; record `compare`."
+    from llm_nb.bench import bench_server, compare_table, plot_compare
+    from llm_nb.serve import vllm_python
+    results, skipped, out = dict(results), {}, run.stage_dir("bench")
+    for engine in cfg.serve.compare:
+        if engine == "vllm" and vllm_python() is None:
+            skipped[engine] = "vLLM is not installed here (`bash tools/install.sh --vllm` makes its CPU build)"
+            print(f"serve.compare: {engine} skipped: {skipped[engine]}")
+            continue
+        ecfg = _engine_cfg(cfg, engine)
+        with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
+            results[f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine)
+    (out/"compare.md").write_text(compare_table(results) + "\n")
+    print(compare_table(results))
+    plot_compare(results, out/"compare.png", "same prompts, same model, each engine")
+    counts = {label: {k: m[k] for k in COMPARED_KEYS} | dict(ttft_ms=m["ttft_ms"]["median"],
+              tpot_ms=m["tpot_ms"]["median"], itl_ms=m["itl_ms"]["median"], e2el_ms=m["e2el_ms"]["median"])
+              for label, m in results.items()}
+    run.record("compare", outputs=[out/"compare.md", out/"compare.png"], counts=counts, result=dict(skipped=skipped))
+    return results
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
 STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, model=run_model, tokenize=run_tokenize,
