@@ -14,10 +14,10 @@ from .run import json_safe, save_figure, timed_stage
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S', 'GAUGES',
            'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'COMPARED', 'PLOTTED',
            'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'random_prompts', 'text_prompts',
-           'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'run_load', 'summarize',
-           'errors_by_kind', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts',
-           'format_summary', 'benchmark', 'compare_table', 'plot_compare', 'served_models', 'heldout_texts',
-           'bench_server', 'run_bench']
+           'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load',
+           'summarize', 'errors_by_kind', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary',
+           'load_prompts', 'format_summary', 'benchmark', 'compare_table', 'plot_compare', 'served_models',
+           'heldout_texts', 'bench_server', 'run_bench']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -241,14 +241,21 @@ async def scrape_metrics(client:httpx.AsyncClient, # the benchmark's client
     if sample is not None: series.append(sample)
     return series
 
+# %% ../nbs/42_bench.ipynb #25d16808
+def with_models(prompts:list[dict], # {prompt, prompt_len} records
+                models:list[str] # names to spread them over, round robin (none: leave them as they are)
+               ) -> list[dict]:
+    "The prompts, each with the `model` it is sent to when `models` are given."
+    return [dict(p, model=models[i % len(models)]) for i, p in enumerate(prompts)] if models else list(prompts)
+
 # %% ../nbs/42_bench.ipynb #86bb96db
 def _sender(client:httpx.AsyncClient, url:str, bc, headers:dict, model:str):
     "An async function that sends one prompt as `bc` says, with at most `bc.max_concurrency` in flight."
     sem = asyncio.Semaphore(bc.max_concurrency) if bc.max_concurrency else contextlib.nullcontext()
     async def send(p:dict) -> dict:
         "Stream the prompt `p`; its record."
-        body = request_body(bc.endpoint, p["prompt"], bc.output_len, model, bc.ignore_eos)
-        async with sem: return await stream_request(client, url, body, headers, bc.timeout)
+        body = request_body(bc.endpoint, p["prompt"], bc.output_len, p.get("model", model), bc.ignore_eos)
+        async with sem: return dict(await stream_request(client, url, body, headers, bc.timeout), model=body["model"])
     return send
 
 async def _send_all(send, prompts:list[dict], bc, t0:float, on_done) -> list[dict]:
@@ -296,7 +303,7 @@ def run_load(base_url:str, # the server, e.g. http://127.0.0.1:8080
             ) -> tuple[list[dict], float, list[dict]]:
     "Send `prompts` to `base_url` as `bc` (a `BenchCfg`) says: (per-request records, duration s, scraped metrics)."
     if not prompts: raise ValueError("no prompts to send")
-    return run_coro(_load(base_url, prompts, bc, headers or {}, model, progress))
+    return run_coro(_load(base_url, with_models(prompts, bc.models), bc, headers or {}, model, progress))
 
 # %% ../nbs/42_bench.ipynb #39bb4c49
 def summarize(xs, # latencies in seconds

@@ -214,6 +214,8 @@ class BenchCfg(Section):
     percentiles: list[float] = [90, 99]  # reported besides mean and median
     goodput: dict[Literal["ttft", "tpot", "e2el"], float] = {}  # SLOs in ms, e.g. {ttft: 500, tpot: 50}
     metrics_interval: float = Field(1.0, gt=0)  # seconds between scrapes of the server's /metrics
+    # model names to spread requests over, round robin (e.g. the LoRA adapters vLLM serves); [] = the served name
+    models: list[str] = []
     seed: int = 0
 
 # %% ../nbs/00_config.ipynb #61daa562

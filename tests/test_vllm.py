@@ -42,6 +42,13 @@ def test_vllm_benchmark_completions_and_chat_with_metrics(vllm_server):
     chat = run_bench(load_config(cfg.model_dump(), **{"bench.endpoint": "chat"}), run, server)
     assert (chat["completed"], chat["failed"]) == (8, 0), chat["errors"]
 
+def test_vllm_benchmark_spread_over_two_adapters(vllm_server):
+    cfg, run, server = vllm_server
+    m = run_bench(load_config(cfg.model_dump(), **{"bench.models": ["model", "other"]}), run, server)
+    assert (m["completed"], m["failed"]) == (8, 0), m["errors"]
+    sent = json.loads((run.dir/"bench"/"results.json").read_text())["requests"]
+    assert [r["model"] for r in sent] == ["model", "other"] * 4
+
 def test_vllm_two_adapters_per_request(vllm_server):
     cfg, run, server = vllm_server
     models = [m["id"] for m in httpx.get(server.base_url + "/v1/models", timeout=30).json()["data"]]
