@@ -57,6 +57,7 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
     from llm_nb.serve import vllm_python
     results, skipped, out = dict(results), {}, run.stage_dir("bench")
     for engine in cfg.serve.compare:
+        if any(label.split()[0] == engine for label in results): continue  # measured already (the main engine)
         if engine == "vllm" and vllm_python() is None:
             skipped[engine] = "vLLM is not installed here (`bash tools/install.sh --vllm` makes its CPU build)"
             print(f"serve.compare: {engine} skipped: {skipped[engine]}")
