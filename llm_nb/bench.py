@@ -558,13 +558,15 @@ COMPARED = (("output tokens/s", "output_throughput", None), ("requests/s", "requ
             ("median ITL (ms)", "itl_ms", "median"), ("p99 ITL (ms)", "itl_ms", "p99"),
             ("median E2EL (ms)", "e2el_ms", "median"))  # (row, summary key, statistic) of `compare_table`
 
+def _value(m:dict, key:str, stat:str|None) -> float|None:
+    "`m[key]`, or `m[key][stat]` for a latency; None when the summary has no such number."
+    return m.get(key) if stat is None else (m.get(key) or {}).get(stat)
+
 def compare_table(results:dict[str, dict]) -> str:
     "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric."
-    def cell(m, key, stat):
-        v = m.get(key) if stat is None else (m.get(key) or {}).get(stat)
-        return "n/a" if v is None else f"{v:.2f}"
+    cell = lambda v: "n/a" if v is None else f"{v:.2f}"
     lines = ["| | " + " | ".join(results) + " |", "|---|" + "--:|" * len(results)]
-    lines += [f"| {row} | " + " | ".join(cell(m, key, stat) for m in results.values()) + " |"
+    lines += [f"| {row} | " + " | ".join(cell(_value(m, key, stat)) for m in results.values()) + " |"
               for row, key, stat in COMPARED]
     return "\n".join(lines)
 
@@ -581,7 +583,7 @@ def plot_compare(results:dict[str, dict], # {label: benchmark summary}
     from matplotlib.figure import Figure
     fig = Figure(figsize=(11, 3.2))
     for ax, (name, key, stat) in zip(fig.subplots(1, len(PLOTTED)), PLOTTED):
-        values = [(m.get(key) if stat is None else (m.get(key) or {}).get(stat)) or 0 for m in results.values()]
+        values = [_value(m, key, stat) or 0 for m in results.values()]
         ax.bar(range(len(values)), values, color=[f"C{i}" for i in range(len(values))])
         ax.set_xticks(range(len(values)), list(results), rotation=20, ha="right", fontsize=8)
         ax.set_title(name, fontsize=9)

@@ -39,8 +39,7 @@ def resolve_engine(engine:str, # `serve.engine`
     "`auto` → `vllm` where it can run (CUDA, or its CPU build for HF weights), else `llama_server`."
     if engine != "auto": return engine
     if vllm_python() is None: return "llama_server"
-    import torch
-    return "vllm" if torch.cuda.is_available() or hf_weights else "llama_server"
+    return "vllm" if cuda_available() or hf_weights else "llama_server"
 
 # %% ../nbs/41_serve.ipynb #e3e004c8
 def llama_server_bin(configured:str="") -> Path:
