@@ -1,30 +1,37 @@
 """Peer agreement: llm_nb's endpoint benchmark against `vllm bench serve`, same server, same prompts, same load.
 
-Starts a llama.cpp server (llm_nb.serve) on a GGUF file (given, or built here: a random-weight Llama of
-`--hidden` width on a SentencePiece vocabulary of the `--data` corpus, exported to Q8_0 by llm_nb.export; big
-enough that the server, not the client, sets the pace on 2 cores), writes the prompts once as JSONL (vLLM's
-`custom` dataset format, read by both tools), then runs the two clients, each as its own command
-(`vllm bench serve`, `llm_nb bench`), in alternation for `--rounds` rounds (vLLM's from a separate lean venv
-made by bench/setup_vllm_client.sh). Prints the side-by-side table of medians over the rounds, with the relative
-difference; exits 1 if TTFT, TPOT or output throughput differ by more than 5%.
+Starts a server (llm_nb.serve) on a model (given, or built here: a random-weight Llama of `--hidden` width on a
+SentencePiece vocabulary of the `--data` corpus; big enough that the server, not the client, sets the pace on 2
+cores), writes the prompts once as JSONL (vLLM's `custom` dataset format, read by both tools), then runs the two
+clients, each as its own command (`vllm bench serve`, `llm_nb bench`), in alternation for `--rounds` rounds.
+Prints the side-by-side table of medians over the rounds, with the relative difference; exits 1 if TTFT, TPOT or
+output throughput differ by more than 5%.
 
-`--engine fake` serves llm_nb.testing's FakeOpenAI instead (fixed TTFT and inter-token gaps, no model noise):
-it checks the metric definitions alone, and builds only the tokenizer.
+`--engine` picks the server:
+- `llama_server` (default) or `llama_cpp_python`: llama.cpp on the model exported to Q8_0 GGUF by llm_nb.export;
+- `vllm`: vLLM itself on the HF folder (its CPU build from tools/install.sh on a machine without CUDA);
+- `fake`: llm_nb.testing's FakeOpenAI (fixed TTFT and inter-token gaps, no model noise): it checks the metric
+  definitions alone, and builds only the tokenizer.
+
+vLLM's client comes from the same install that serves vLLM (`llm_nb.serve.vllm_python()`: this Python when it
+has vLLM, else the CPU build's venv), run as `python -m vllm.entrypoints.cli.main bench serve`.
 
 The corpus (plain text, paragraphs separated by blank lines; its last 10% gives the held-out prompts) is
 `--data PATH`, by default ../shared/data/tinyshakespeare.txt beside the repository when it is there.
 
-    bash bench/setup_vllm_client.sh             # once: ~/.cache/llm_nb/vllm-client
-    python bench/peer_agreement.py [--data FILE.txt] [--model FILE.gguf --tokenizer HF_DIR] [--rounds 3]
+    bash tools/install.sh --vllm                 # once, for vLLM (server and client)
+    python bench/peer_agreement.py [--data FILE.txt] [--engine vllm] [--model FILE.gguf --tokenizer HF_DIR] [--rounds 3]
 """
 import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 import numpy as np
 from llm_nb.bench import bench_metrics, text_prompts
 from llm_nb.config import ServeCfg, TinyCfg
-from llm_nb.export import cache_dir, convert_to_gguf, quantize_gguf
+from llm_nb.export import convert_to_gguf, quantize_gguf
 from llm_nb.model import build_tiny_model, load_tokenizer
-from llm_nb.serve import Server, free_port, llama_server_bin, llama_server_cmd, llama_cpp_python_cmd, ENGINES
+from llm_nb.env import cuda_available
+from llm_nb.serve import (Server, free_port, llama_server_bin, llama_server_cmd, llama_cpp_python_cmd, vllm_cmd,
+                          vllm_python, ENGINES)
 from llm_nb.testing import FAKE_OPENAI_CMD
 
 CORPUS = "tinyshakespeare.txt"
@@ -32,7 +39,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2]/"shared"/"data"/CORPUS  # bes
 TRAIN_SHARE = 0.9  # the corpus' first 90% builds the tokenizer, the rest gives the prompts
 FAKE_TTFT, FAKE_ITL = 0.05, 0.02  # s: the fake server's time to first chunk and between chunks
 TOLERANCE = 5.0  # %: the largest difference allowed on a checked metric
-STARTUP_TIMEOUT = 120  # s to wait for the server's health check
+STARTUP_TIMEOUT = 600  # s to wait for the server's health check (vLLM's CPU build compiles on its first start)
 CTX_MARGIN = 16  # tokens of context beyond prompt + output
 METRICS = [("mean TTFT (ms)", "mean_ttft_ms", ("ttft_ms", "mean")),
            ("median TTFT (ms)", "median_ttft_ms", ("ttft_ms", "median")),
@@ -50,14 +57,15 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=None,
                     help=f"the text corpus (paragraphs separated by blank lines); default: {DEFAULT_DATA} if present")
-    ap.add_argument("--model", type=Path, help="GGUF file to serve (default: build one)")
-    ap.add_argument("--tokenizer", type=Path, help="HF folder with the model's tokenizer (with --model)")
+    ap.add_argument("--model", type=Path, help="GGUF file (vllm: HF folder) to serve (default: build one)")
+    ap.add_argument("--tokenizer", type=Path, help="HF folder with the model's tokenizer (default: --model's folder)")
     ap.add_argument("--hidden", type=int, default=1024, help="width of the model built when --model is not given")
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0, help="server threads (0 = all cores)")
-    ap.add_argument("--engine", default="llama_server", choices=["llama_server", "llama_cpp_python", "fake"],
+    ap.add_argument("--engine", default="llama_server", choices=["llama_server", "llama_cpp_python", "vllm", "fake"],
                     help="fake: llm_nb.testing.FakeOpenAI, fixed TTFT and inter-token gaps (no model noise)")
-    ap.add_argument("--vllm-venv", type=Path, default=cache_dir()/"vllm-client")
+    ap.add_argument("--vllm-python", type=Path, default=None,
+                    help="the Python whose vLLM runs `vllm bench serve` (default: llm_nb.serve.vllm_python())")
     ap.add_argument("--num-prompts", type=int, default=32)
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
@@ -88,11 +96,14 @@ def paragraphs(text:str) -> tuple[list[str], list[str]]:
 
 
 def build_model(a, train:list[str], tmp:Path):
-    "A random-weight tiny Llama on a vocabulary of `train`: sets `a.tokenizer`, and `a.model` (Q8_0 GGUF) unless fake."
+    "A random-weight tiny Llama on a vocabulary of `train`: sets `a.tokenizer`, and `a.model` (Q8_0 GGUF or HF folder)."
     tiny = TinyCfg(vocab_size=2000, hidden_size=a.hidden, intermediate_size=a.hidden * 11 // 4 // 256 * 256,
                    num_layers=a.layers, num_heads=a.hidden // 64, max_position_embeddings=1024)
     a.tokenizer = build_tiny_model(train, tmp/"model", tiny)
     if a.engine == "fake": return  # the fake server needs no weights, only the prompts' tokenizer
+    if a.engine == "vllm":
+        a.model = a.tokenizer  # vLLM serves the HF folder itself
+        return
     a.model = quantize_gguf(convert_to_gguf(a.tokenizer, tmp/"model-f16.gguf"), tmp/"model-q8_0.gguf", "q8_0")
     mib = a.model.stat().st_size / 2**20
     print(f"built {a.model}: {mib:.0f} MiB (hidden {a.hidden}, {a.layers} layers, random weights)")
@@ -106,14 +117,17 @@ def write_prompts(a, tok, held:list[str], path:Path) -> Path:
     return path
 
 
+NO_PROMPT_CACHE = {"llama_server": ["--no-cache-prompt"], "vllm": ["--no-enable-prefix-caching"]}
+
 def server_cmd(a, port:int) -> list[str]:
-    "The command that serves on `port`: llama-server, llama-cpp-python or the fake server."
+    "The command that serves on `port`: llama-server, llama-cpp-python, vLLM or the fake server."
     if a.engine == "fake":
         return [sys.executable, *FAKE_OPENAI_CMD, str(port), "--ttft", str(FAKE_TTFT), "--itl", str(FAKE_ITL)]
     # no prompt cache: the same prompts are sent in every round, and cache hits would depend on the slot a request gets
     sc = ServeCfg(served_name=a.served_name, parallel=a.parallel, n_ctx=a.input_len + a.output_len + CTX_MARGIN,
-                  threads=a.threads, extra_args=["--no-cache-prompt"] if a.engine == "llama_server" else [])
+                  threads=a.threads, extra_args=NO_PROMPT_CACHE.get(a.engine, []))
     if a.engine == "llama_server": return llama_server_cmd(llama_server_bin(), a.model, sc, port)
+    if a.engine == "vllm": return vllm_cmd(a.model, sc, port, cpu=not cuda_available(), python=a.vllm_python)
     return llama_cpp_python_cmd(a.model, sc, port)
 
 
@@ -124,18 +138,21 @@ def pin(a, cmd:list[str]) -> list[str]:
     cpus = sorted(os.sched_getaffinity(0))
     if a.no_pin or len(cpus) < 2: return cmd
     a.client_prefix = ["taskset", "-c", ",".join(map(str, cpus[1:]))]
+    # vLLM's CPU build binds its compute threads itself: to the first CPU, keeping the last for its front end
+    if a.engine == "vllm" and not cuda_available(): return cmd
     return ["taskset", "-c", str(cpus[0]), *cmd]
 
 
-def run_vllm(venv:Path, a, base_url:str, prompts:Path, out:Path) -> dict:
+def run_vllm(a, base_url:str, prompts:Path, out:Path) -> dict:
     "One `vllm bench serve` run; its saved result JSON."
-    cmd = [*a.client_prefix, str(venv/"bin"/"vllm"), "bench", "serve", "--backend", "openai", "--base-url", base_url,
+    cmd = [*a.client_prefix, str(a.vllm_python), "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai", "--base-url", base_url,
            "--endpoint", "/v1/completions", "--model", a.served_name, "--tokenizer", str(a.tokenizer),
            "--dataset-name", "custom", "--dataset-path", str(prompts), "--custom-output-len", str(a.output_len),
            "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(a.num_prompts),
            "--max-concurrency", str(a.max_concurrency), "--request-rate", "inf", "--ignore-eos", "--temperature", "0",
            "--num-warmups", "1", "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-           "--save-result", "--result-dir", str(out.parent), "--result-filename", out.name, "--disable-tqdm"]
+           "--save-result", "--save-detailed", "--result-dir", str(out.parent), "--result-filename", out.name,
+           "--disable-tqdm"]
     offline = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     r = subprocess.run(cmd, capture_output=True, text=True, env=offline)
     if r.returncode != 0: sys.exit(f"vllm bench serve failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
@@ -172,7 +189,7 @@ def run_rounds(a, srv, pfile:Path, tmp:Path, tok) -> tuple[list[dict], list[dict
     ours, theirs = [], []
     for i in range(a.rounds):
         if i % 2: m = run_ours(a, srv.base_url, pfile, tmp/f"llm_nb-{i}")  # who goes first alternates too
-        theirs.append(run_vllm(a.vllm_venv, a, srv.base_url, pfile, tmp/f"vllm-{i}.json"))
+        theirs.append(run_vllm(a, srv.base_url, pfile, tmp/f"vllm-{i}.json"))
         if not i % 2: m = run_ours(a, srv.base_url, pfile, tmp/f"llm_nb-{i}")
         ours.append(on_vllm_basis(m, theirs[-1], tmp/f"llm_nb-{i}"/"results.json", tok))
         t = theirs[-1]
@@ -207,6 +224,10 @@ def report(a, ours:list[dict], theirs:list[dict], tmp:Path) -> float:
           f"llm_nb from usage {[m['output_tokens'] for m in ours]} "
           f"(the server generated {a.num_prompts} x {a.output_len} = {a.num_prompts * a.output_len})")
     print(f"failed requests per run: vLLM {[t['failed'] for t in theirs]}, llm_nb {[m['failed'] for m in ours]}")
+    for i, t in enumerate(theirs):  # vLLM's errors, by request (llm_nb's are counted by kind in its summary)
+        for e in {e.strip().splitlines()[-1] for e in t.get("errors", []) if e}: print(f"  vLLM round {i + 1}: {e}")
+    for i, m in enumerate(ours):
+        if m["errors"]: print(f"  llm_nb round {i + 1}: {m['errors']}")
     verdict = "PASS" if worst <= TOLERANCE else "FAIL"
     print(f"* = checked (target within {TOLERANCE:g}%): worst {worst:.2f}% -> {verdict}; files in {tmp}")
     return worst
@@ -216,10 +237,11 @@ def main(argv=None):
     "Build or take the model, serve it, run both clients in rounds, print the comparison; exit 1 beyond TOLERANCE."
     a = parse_args(argv)
     text = corpus(a.data).read_text(encoding="utf-8")
-    if not (a.vllm_venv/"bin"/"vllm").exists():
-        sys.exit(f"no vLLM client in {a.vllm_venv}: run bash bench/setup_vllm_client.sh")
+    a.vllm_python = a.vllm_python or vllm_python()
+    if a.vllm_python is None: sys.exit("no vLLM here (server or client): run bash tools/install.sh --vllm")
     if a.model is not None and a.tokenizer is None:
-        sys.exit("--model needs --tokenizer (the HF folder of its tokenizer)")
+        if not a.model.is_dir(): sys.exit("--model FILE.gguf needs --tokenizer (the HF folder of its tokenizer)")
+        a.tokenizer = a.model
     tmp = Path(tempfile.mkdtemp(prefix="llm_nb_peer_"))
     train, held = paragraphs(text)
     if a.model is None: build_model(a, train, tmp)
@@ -228,7 +250,8 @@ def main(argv=None):
     port = free_port()
     cmd = pin(a, server_cmd(a, port))
     health = ENGINES.get(a.engine, dict(health="/v1/models", key_env="API_KEY"))
-    server = Server(cmd, f"http://127.0.0.1:{port}", tmp/"server.log", model_name=a.served_name, **health)
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1"} if a.engine == "vllm" else None
+    server = Server(cmd, f"http://127.0.0.1:{port}", tmp/"server.log", model_name=a.served_name, env=env, **health)
     with server.start(STARTUP_TIMEOUT) as srv:
         ours, theirs = run_rounds(a, srv, pfile, tmp, tok)
     worst = report(a, ours, theirs, tmp)

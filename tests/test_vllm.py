@@ -1,5 +1,5 @@
-"vLLM for real on this CPU (its CPU build, made by tools/install.sh --dev): streams, chat, a benchmark, its metrics, two adapters per request, a clean stop."
-import json, os, time
+"vLLM for real on this CPU (its CPU build, made by tools/install.sh --dev): streams, chat, a benchmark, its metrics, two adapters per request, its own client, a clean stop."
+import json, os, subprocess, time
 import httpx, pytest
 from llm_nb.bench import run_bench
 from llm_nb.config import load_config
@@ -59,3 +59,19 @@ def test_vllm_two_adapters_per_request(vllm_server):
     first, second = answer("model"), answer("other")
     assert first != second, (first, second)
     assert answer("model") == first  # greedy: the same adapter gives the same answer again
+
+def test_vllm_own_client_from_the_same_install(vllm_server, tmp_path):
+    "`vllm bench serve` runs from the Python that serves vLLM (the CPU venv here) and counts what llm_nb counts."
+    cfg, run, server = vllm_server
+    base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    prompts = tmp_path/"prompts.jsonl"
+    prompts.write_text("".join(json.dumps(dict(prompt=p)) + "\n" for p in ["这个商品", "质量很好", "物流很快", "不太满意"]))
+    cmd = [str(vllm_python()), "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai",
+           "--base-url", server.base_url, "--endpoint", "/v1/completions", "--model", "model", "--tokenizer", base,
+           "--dataset-name", "custom", "--dataset-path", str(prompts), "--custom-output-len", "16",
+           "--skip-chat-template", "--num-prompts", "4", "--max-concurrency", "2", "--ignore-eos",
+           "--temperature", "0", "--save-result", "--result-dir", str(tmp_path), "--result-filename", "vllm.json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads((tmp_path/"vllm.json").read_text())
+    assert (got["completed"], got["failed"], got["total_output_tokens"]) == (4, 0, 4 * 16), got
