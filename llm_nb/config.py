@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 # %% auto #0
 __all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'Config', 'ConfigError',
-           'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
+           'TokenizeCfg', 'TrainCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'Config',
+           'ConfigError', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -151,11 +151,26 @@ class TrainCfg(Section):
     warmup_steps: int = 0
     logging_steps: int = 5
 
+# %% ../nbs/00_config.ipynb #3c1d0a51
+class LocalTask(Section):
+    "An lm-eval task made from a local JSONL file (`question`, `choices`, `answer`; or `question`, `answer`)."
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")  # the task's name in lm-eval and in the report
+    path: str  # the JSONL file, `{run}` allowed
+    kind: Literal["multiple_choice", "generate"] = "multiple_choice"  # generate: greedy, scored by exact match
+    delimiter: str = " "  # between the question and the answer ("" for a continuation)
+    num_fewshot: int = Field(0, ge=0)  # examples from the same file put before each question
+
 # %% ../nbs/00_config.ipynb #8cfad120
 class EvaluateCfg(Section):
-    "Perplexity on the held-out split."
+    "Perplexity on the held-out split; lm-eval tasks on base and fine-tuned (and, in export, on the GGUF files)."
     batch_size: int = 8
     max_batches: int = 0  # 0 = the whole eval split
+    order_questions: int = Field(64, ge=0)  # questions of the held-out word-order task; 0 = no such task
+    order_tokens: int = Field(6, ge=2)  # tokens in each of its answers
+    tasks: list[str] = []  # lm-eval task names, e.g. [mmlu, hellaswag] (need the hub or its cache)
+    num_fewshot: int|None = None  # for `tasks`: None = each task's protocol (mmlu 5, arc_challenge 25, ...)
+    local_tasks: list[LocalTask] = []
+    limit: int = Field(0, ge=0)  # questions per task at most; 0 = all
 
 # %% ../nbs/00_config.ipynb #f8fc64fc
 class ExportCfg(Section):
@@ -164,6 +179,7 @@ class ExportCfg(Section):
     quants: list[Literal["q8_0", "q4_k_m", "q4_0", "q5_k_m", "q6_k"]] = ["q8_0", "q4_k_m"]
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
     verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
+    lm_eval: bool = True  # run the evaluate stage's lm-eval tasks on each GGUF file, beside base and fine-tuned
 
 # %% ../nbs/00_config.ipynb #98eafde5
 class ServeCfg(Section):

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
+from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, main_metrics, write_lm_eval
 from .run import save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
-           'QUALITY_FIELDS', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'convert_to_gguf', 'bits_per_weight',
-           'quantize_gguf', 'kquant_warnings', 'next_token_stats', 'held_out_blocks', 'hf_block_logits',
-           'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality', 'run_export']
+           'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'convert_to_gguf',
+           'bits_per_weight', 'quantize_gguf', 'kquant_warnings', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
+           'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
+           'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -126,6 +128,15 @@ def held_out_blocks(run, # the run whose tokenize/eval split to read
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     return [list(b) for b in ds.select(range(min(n, len(ds))))["input_ids"]]
 
+# %% ../nbs/40_export.ipynb #c3e0c010
+def gguf_logits(llm, # a `llama_cpp.Llama` made with `logits_all=True`
+                ids:list[int] # token ids, at most its context length
+               ) -> np.ndarray:
+    "llama.cpp's logits at every position of `ids`, from a fresh context."
+    llm.reset()
+    llm.eval(list(ids))
+    return np.array(llm.scores[:len(ids)], dtype=np.float32)
+
 # %% ../nbs/40_export.ipynb #7847e5ff
 def hf_block_logits(model_dir:Path, # a transformers checkpoint
                     blocks:list[list[int]], # blocks of token ids
@@ -149,13 +160,7 @@ def gguf_block_logits(path:Path, # a GGUF file
     n = max(len(b) for b in blocks)
     llm = llama_cpp.Llama(str(path), n_ctx=n, n_batch=n, n_ubatch=n, logits_all=True, verbose=False,
                           n_threads=threads or os.cpu_count() or 1)
-    try:
-        out = []
-        for b in blocks:
-            llm.reset()
-            llm.eval(list(b))
-            out.append(np.array(llm.scores[:len(b)], dtype=np.float32))
-        return out, llama_cpp.llama_model_n_params(llm.model)
+    try: return [gguf_logits(llm, b) for b in blocks], llama_cpp.llama_model_n_params(llm.model)
     finally: llm.close()
 
 # %% ../nbs/40_export.ipynb #1702887e
@@ -227,6 +232,63 @@ def plot_quality(rows:list[dict], # rows of `verify_gguf`
     for a in (a1, a2, a3): a.tick_params(axis="x", labelrotation=45, labelsize=8)
     return save_figure(fig, path, dpi=QUALITY_DPI)
 
+# %% ../nbs/40_export.ipynb #c3e0c012
+class GGUFModel(LogitsLM):
+    "`LogitsLM` over a GGUF file, in-process with llama.cpp; generation keeps llama.cpp's KV cache between tokens."
+    def __init__(self, path:Path, tokenizer, n_ctx:int=512, threads:int=0):
+        import llama_cpp
+        self.llm = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, logits_all=True,
+                                   verbose=False, n_threads=threads or os.cpu_count() or 1)
+        super().__init__(lambda ids: gguf_logits(self.llm, ids), tokenizer, n_ctx)
+
+    def greedy(self, ids:list[int], max_new:int) -> list[int]:
+        "Greedy continuation of `ids` (up to `max_new` tokens or EOS), one token per llama.cpp step."
+        self.llm.reset()
+        self.llm.eval(list(ids))
+        out = []
+        while len(out) < max_new and self.llm.n_tokens < self.max_length:
+            nxt = int(np.argmax(self.llm.scores[self.llm.n_tokens - 1]))
+            if nxt == self.eot_token_id: break
+            out.append(nxt)
+            self.llm.eval([nxt])
+        return out
+
+    def close(self): self.llm.close()
+
+# %% ../nbs/40_export.ipynb #c3e0c002
+GGUF_EVAL_CTX = 4096  # the longest context a GGUF file is scored with
+
+def gguf_lm_eval(files:dict, # {format: GGUF file}
+                 merged:Path, # the merged checkpoint: its tokenizer and context length
+                 tasks:dict, # {task: few-shot count}, as the evaluate stage ran them
+                 task_dir:Path, # the evaluate stage's task files
+                 limit:int=0 # questions per task at most; 0 = all
+                ) -> dict:
+    "{format: `task_scores`} of each GGUF file on `tasks`."
+    from llm_nb.model import load_tokenizer
+    tok = load_tokenizer(str(merged))
+    n_ctx = min(json.loads((merged/"config.json").read_text()).get("max_position_embeddings", 2048), GGUF_EVAL_CTX)
+    out = {}
+    for fmt, f in files.items():
+        m = GGUFModel(f, tok, n_ctx)
+        try: out[fmt] = lm_eval_scores(m, tasks, task_dir, limit=limit)
+        finally: m.close()
+    return out
+
+def lm_eval_side_by_side(run, # the run: its evaluate/lm_eval.json and evaluate/tasks
+                         files:dict, # {format: GGUF file} to score
+                         merged:Path, # the merged checkpoint
+                         out:Path, # where lm_eval.{json,md,png} go
+                         limit:int=0 # questions per task at most; 0 = all
+                        ) -> dict:
+    "Base and fine-tuned (the evaluate stage's) beside each file in `files`, written to `out`; {} without tasks."
+    p = run.dir/"evaluate"/"lm_eval.json"
+    if not p.exists(): return {}
+    done = json.loads(p.read_text())
+    scores = {**done["scores"], **gguf_lm_eval(files, merged, done["tasks"], run.dir/"evaluate"/"tasks", limit)}
+    write_lm_eval(done["tasks"], scores, out)
+    return scores
+
 # %% ../nbs/40_export.ipynb #71b21cfa
 QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "max_logit_delta")  # in report.json
 
@@ -272,6 +334,11 @@ def run_export(cfg, # the run's config
     else:
         for f in files.values():
             print(f"export: {f.name}: {f.stat().st_size/2**20:.2f} MiB (not verified: export.verify_blocks=0)")
+    if ec.lm_eval and (scores := lm_eval_side_by_side(run, {q: files[q] for q in ec.quants}, merged, out,
+                                                       cfg.evaluate.limit)):
+        outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
+        counts["lm_eval"] = main_metrics(scores)
+        print("export: lm-eval, the same questions for every model\n" + lm_eval_markdown(scores))
     run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval"], outputs=outputs,
                counts=counts)
     return counts

@@ -88,7 +88,7 @@ def path(self:Run, template:str) -> Path:
 
 # %% ../nbs/02_run.ipynb #6f29ea57
 VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate", "duckdb", "sentencepiece",
-             "llama_cpp_python")  # packages whose versions every manifest entry lists
+             "llama_cpp_python", "lm_eval")  # packages whose versions every manifest entry lists
 
 @patch
 def _update(self:Run, name:str, stage:str, entry:dict):
