@@ -11,13 +11,13 @@ import numpy as np
 from .run import json_safe, save_figure, timed_stage
 
 # %% auto #0
-__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S', 'GAUGES',
-           'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'COMPARED', 'PLOTTED',
-           'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'random_prompts', 'text_prompts',
+__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
+           'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'COMPARED',
+           'PLOTTED', 'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'random_prompts', 'text_prompts',
            'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load',
-           'summarize', 'errors_by_kind', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary',
-           'load_prompts', 'format_summary', 'benchmark', 'compare_table', 'plot_compare', 'served_models',
-           'heldout_texts', 'bench_server', 'run_bench']
+           'summarize', 'errors_by_kind', 'failure_line', 'bench_metrics', 'token_timeline', 'plot_bench',
+           'metrics_summary', 'load_prompts', 'format_summary', 'benchmark', 'compare_table', 'plot_compare',
+           'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'bench_server', 'run_bench']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -324,6 +324,24 @@ def errors_by_kind(results:list[dict]) -> dict[str, int]:
         if not r["ok"]: out[r["error"]] = out.get(r["error"], 0) + 1
     return out
 
+# %% ../nbs/42_bench.ipynb #e5e0c002
+ERROR_MEANING = {"transport: ConnectError": "connection refused: the server went away, or never listened",
+                 "truncated": "streams cut before [DONE]: the server dropped them mid-answer",
+                 "timeout": "no chunk within bench.timeout: the server hung or is overloaded",
+                 "no output": "streams closed without a token"}  # what an error kind usually means
+
+def failure_line(results:list[dict] # request records (`start` in seconds from the beginning of the run)
+                ) -> str|None:
+    "One line on the failed requests: how many of how many, by kind, when the commonest began, what it means."
+    bad = [r for r in results if not r["ok"]]
+    if not bad: return None
+    kinds = sorted(errors_by_kind(bad).items(), key=lambda kv: -kv[1])
+    top = kinds[0][0]
+    first = min(r.get("start") or 0.0 for r in bad if r["error"] == top)
+    meaning = ERROR_MEANING.get(top) or ("the server answered with an error" if top.startswith("http ") else "")
+    return (f"{len(bad)} of {len(results)} requests failed: " + ", ".join(f"{n} {k}" for k, n in kinds) +
+            f"; the first {top} at {first:.1f} s" + (f" ({meaning})" if meaning else ""))
+
 # %% ../nbs/42_bench.ipynb #2c9b15be
 GOODPUT_METRICS = ("ttft", "tpot", "e2el")  # what a goodput SLO may bound (ms), as in vLLM
 
@@ -411,7 +429,7 @@ def _plot_latency(axs, good:list[dict]):
         ax.set_ylabel(ylabel)
         ax.set_title(title + " (CDF)")
         ax.grid(alpha=.3)
-        ax.legend(loc="lower right")
+        if ax.get_legend_handles_labels()[0]: ax.legend(loc="lower right")  # no curve when every request failed
     per_token.set_xscale("log")  # per-token gaps span 0.01 ms (chunks sent together) to whole prefills
 
 # %% ../nbs/42_bench.ipynb #e01afeb3
@@ -521,6 +539,7 @@ def format_summary(m:dict) -> str:
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
     lines = [f"{k:<{LABEL_WIDTH}}{fmt(v):>{VALUE_WIDTH}}" for k, v in _summary_rows(m)]
     if m["errors"]: lines.append(f"{'Errors':<{LABEL_WIDTH}}{json.dumps(m['errors'])}")
+    if m.get("failure"): lines.append(m["failure"])
     return "\n".join(lines)
 
 # %% ../nbs/42_bench.ipynb #f3897125
@@ -544,7 +563,7 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     prompts = load_prompts(bc, tokenizer, texts)
     results, duration, series = run_load(base_url, prompts, bc, headers, model, progress)
     m = bench_metrics(results, duration, lambda text: _n_tokens(tokenizer, text), tuple(bc.percentiles), bc.goodput)
-    m["server_metrics"] = metrics_summary(series)
+    m["server_metrics"], m["failure"] = metrics_summary(series), failure_line(results)
     _write_results(out/"results.json", bc, m, series, results)
     concurrency = bc.max_concurrency or "unbounded"
     title = f"{bc.endpoint}: {len(prompts)} prompts, concurrency {concurrency}, rate {bc.request_rate}/s"
@@ -611,6 +630,18 @@ def heldout_texts(run, # a run through the tokenize stage
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     return [tokenizer.decode(ids, skip_special_tokens=True) for ids in ds["input_ids"]]
 
+# %% ../nbs/42_bench.ipynb #e5e0c005
+class BenchFailed(RuntimeError):
+    "More requests failed than `bench.max_error_rate` allows; the message is the failure line."
+
+def check_error_rate(m:dict, # a benchmark summary
+                     max_error_rate:float # `bench.max_error_rate`
+                    ):
+    "`BenchFailed` when the share of failed requests in `m` is above `max_error_rate`."
+    n = m["completed"] + m["failed"]
+    if n and m["failed"] / n > max_error_rate:
+        raise BenchFailed(f"{m['failure']} (above bench.max_error_rate={max_error_rate:g})")
+
 # %% ../nbs/42_bench.ipynb #5576c792
 def bench_server(cfg, # the run's config (its `bench` section)
                  run, # the run: its exported tokenizer and held-out split
@@ -635,4 +666,5 @@ def run_bench(cfg, # the run's config (its `bench` section)
     m = bench_server(cfg, run, server, out)
     run.record("bench", inputs=[run.dir/"tokenize"/"eval"], outputs=[out/"results.json", out/"bench.png"],
                counts={k: v for k, v in m.items() if k != "server_metrics"})
+    check_error_rate(m, cfg.bench.max_error_rate)
     return m

@@ -208,6 +208,8 @@ class ServeCfg(Section):
     extra_args: list[str] = []  # appended to the engine's command line
     # name of an env var holding the API key (the key itself is never in a config, a file or argv)
     api_key_env: str = ""
+    # a host other than loopback needs an API key; true serves without one anyway (and says so when it starts)
+    allow_no_key: bool = False
     startup_timeout: float = Field(120.0, gt=0)
     llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
 
@@ -233,6 +235,8 @@ class BenchCfg(Section):
     # model names to spread requests over, round robin (e.g. the LoRA adapters vLLM serves); [] = the served name
     models: list[str] = []
     seed: int = 0
+    # share of failed requests above which the benchmark fails (after writing its results): 0 = any failure
+    max_error_rate: float = Field(0.0, ge=0, le=1)
 
 # %% ../nbs/00_config.ipynb #61daa562
 class Config(Section):

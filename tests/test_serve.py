@@ -1,9 +1,9 @@
 "The served model as a subprocess: engines, API key, secrets kept out of files, concurrency without truncation, a server killed mid-benchmark."
 import json, os, signal, threading, time
 import httpx, pytest
-from llm_nb.config import load_config
+from llm_nb.config import ConfigError, load_config
 from llm_nb.serve import serve_exported
-from llm_nb.bench import run_bench, parse_prometheus
+from llm_nb.bench import BenchFailed, run_bench, parse_prometheus
 from llm_nb.testing import FakeOpenAI
 
 def cfg_of(run, **sets):
@@ -71,15 +71,17 @@ def test_server_killed_mid_benchmark_gives_a_report(exported_run):
             time.sleep(0.02)
     with srv.start(cfg.serve.startup_timeout):
         killer = threading.Thread(target=kill_when_busy); killer.start()
-        m = run_bench(cfg, run, srv)
+        with pytest.raises(BenchFailed) as failed: run_bench(cfg, run, srv)  # past bench.max_error_rate (0)
         killer.join()
+    m = json.loads((run.dir/"bench"/"results.json").read_text())["summary"]  # written before it failed
+    assert str(failed.value) == f"{m['failure']} (above bench.max_error_rate=0)"
+    assert str(failed.value).startswith(f"{m['failed']} of 12 requests failed: "), failed.value
     assert srv.proc.returncode == -signal.SIGKILL
     assert m["completed"] + m["failed"] == 12 and m["failed"] >= 1, m
     assert sum(m["errors"].values()) == m["failed"]
     # streams open at the kill are "truncated" (unless the client had already read them whole from the socket
     # buffers: the tiny model outruns the client); later sends find no server. Nothing else, and no exception.
     assert set(m["errors"]) <= {"truncated", "transport: ConnectError", "transport: RemoteProtocolError", "transport: ReadError"}, m["errors"]
-    assert json.loads((run.dir/"bench"/"results.json").read_text())["summary"]["failed"] == m["failed"]
 
 def test_launcher_stops_only_its_own_server(exported_run):
     run = exported_run
@@ -94,6 +96,13 @@ def test_launcher_stops_only_its_own_server(exported_run):
 def test_binds_loopback_by_default(exported_run):
     srv = serve_exported(exported_run.cfg, exported_run)
     assert srv.cmd[srv.cmd.index("--host") + 1] == "127.0.0.1"
+
+def test_all_interfaces_without_a_key_is_refused(exported_run, capsys):
+    with pytest.raises(ConfigError, match=r"serve.host='0.0.0.0' listens beyond this machine without an API key"):
+        serve_exported(cfg_of(exported_run, **{"serve.host": "0.0.0.0"}), exported_run)
+    srv = serve_exported(cfg_of(exported_run, **{"serve.host": "0.0.0.0", "serve.allow_no_key": True}), exported_run)
+    assert srv.cmd[srv.cmd.index("--host") + 1] == "0.0.0.0" and srv.api_key is None
+    assert "without an API key (serve.allow_no_key)" in capsys.readouterr().out
 
 def test_bench_cli_against_a_running_server(exported_run, tmp_path):
     from conftest import llm_nb_cmd
