@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 # %% auto #0
 __all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'Config',
-           'ConfigError', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
+           'TokenizeCfg', 'TrainCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg',
+           'Config', 'ConfigError', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path',
+           'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -238,6 +239,20 @@ class BenchCfg(Section):
     # share of failed requests above which the benchmark fails (after writing its results): 0 = any failure
     max_error_rate: float = Field(0.0, ge=0, le=1)
 
+# %% ../nbs/00_config.ipynb #f7e0c002
+class MonitorCfg(Section):
+    "Metrics exporter, Prometheus scrape config and alert rules, Grafana dashboard."
+    # serve_bench: run the exporter and Prometheus (Debian's) around the benchmark, then query every dashboard panel
+    prometheus: bool = False
+    exporter_port: int = Field(0, ge=0)  # where the exporter listens; 0 = any free port (DCGM's exporter uses 9400)
+    prometheus_port: int = Field(0, ge=0)  # where Prometheus listens (on 127.0.0.1); 0 = any free port
+    scrape_interval: str = "5s"  # Prometheus scrape and rule evaluation interval
+    alert_for: str = "1m"  # how long a condition must hold before its alert fires
+    gpu_temp_c: float = 85  # GPUTooHot above this temperature
+    kv_cache_usage: float = Field(0.95, gt=0, le=1)  # KVCacheNearlyFull above this share of vLLM's KV cache
+    queue_time_s: float = Field(2.0, gt=0)  # RequestsQueueing when the mean queue time is above this
+    rss_limit_gib: float = Field(32.0, gt=0)  # ServedProcessMemoryHigh above this resident memory
+
 # %% ../nbs/00_config.ipynb #61daa562
 class Config(Section):
     "Every stage's settings, in pipeline order."
@@ -253,6 +268,7 @@ class Config(Section):
     export: ExportCfg = ExportCfg()
     serve: ServeCfg = ServeCfg()
     bench: BenchCfg = BenchCfg()
+    monitor: MonitorCfg = MonitorCfg()
 
 # %% ../nbs/00_config.ipynb #24158829
 class ConfigError(ValueError):

@@ -19,6 +19,7 @@ from .evaluate import run_evaluate
 from .export import run_export
 from .serve import serve_exported
 from .bench import BenchFailed, run_bench
+from .monitor import watch_server
 
 # %% auto #0
 __all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main']
@@ -31,7 +32,7 @@ def run_serve_bench(cfg, run) -> dict:
     server = serve_exported(cfg, run)
     with server.start(cfg.serve.startup_timeout):
         startup = time.perf_counter() - t0
-        res = run_bench(cfg, run, server)
+        with watch_server(cfg, run, server): res = run_bench(cfg, run, server)  # Prometheus if monitor.prometheus
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode)
     run.record("serve", outputs=[server.log_path], counts=counts)

@@ -3,6 +3,7 @@ import json, os, subprocess, time
 import httpx, pytest
 from llm_nb.bench import run_bench
 from llm_nb.config import load_config
+from llm_nb.monitor import watch_server
 from llm_nb.serve import serve_exported, vllm_python
 from llm_nb.testing import random_adapter
 
@@ -75,3 +76,12 @@ def test_vllm_own_client_from_the_same_install(vllm_server, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads((tmp_path/"vllm.json").read_text())
     assert (got["completed"], got["failed"], got["total_output_tokens"]) == (4, 0, 4 * 16), got
+
+def test_prometheus_scrapes_vllm_and_every_vllm_panel_has_data(vllm_server):
+    "A real Prometheus (Debian's) scrapes vLLM and the exporter during a benchmark; each vLLM and host panel has data."
+    cfg, run, server = vllm_server
+    watched = load_config(cfg.model_dump(), **{"monitor.prometheus": True, "monitor.scrape_interval": "1s"})
+    with watch_server(watched, run, server): run_bench(watched, run, server)
+    panels = json.loads((run.dir/"monitor"/"panels.json").read_text())
+    assert {p["source"] for p in panels} == {"host", "vllm"}  # no NVML here
+    assert all(p["series"] > 0 for p in panels), [p for p in panels if not p["series"]]
