@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib, json, os, shutil, subprocess, tempfile, time
 from pathlib import Path
 import httpx
+import numpy as np
 import psutil
 import yaml
 from prometheus_client.core import GaugeMetricFamily
@@ -15,7 +16,8 @@ from prometheus_client.core import GaugeMetricFamily
 __all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'PANELS', 'PANEL_W', 'PANEL_H', 'nvml_devices', 'gpu_families', 'tree_rss',
            'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules', 'alert_tests',
            'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'panels_for',
-           'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server']
+           'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server', 'growth_per_s',
+           'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
 
 # %% ../nbs/43_monitor.ipynb #m0000007
 DCGM_METRICS = {  # DCGM field name: (help, reading from an NVML device handle)
@@ -333,3 +335,90 @@ def watch_server(cfg, # the run's config (its `monitor` section)
     empty = [p["title"] for p in panels if not p["series"]]
     run.record("monitor", outputs=[*files.values(), out/"panels.json"],
                counts=dict(panels=len(panels), panels_with_data=len(panels) - len(empty), empty_panels=empty))
+
+# %% ../nbs/43_monitor.ipynb #m0000061
+def growth_per_s(samples:list # (seconds, bytes) pairs
+                ) -> float:
+    "Least-squares slope of the samples, in bytes per second (0 for fewer than two)."
+    if len(samples) < 2: return 0.0
+    t, b = (np.array(x, dtype=float) for x in zip(*samples))
+    return float(np.polyfit(t - t[0], b, 1)[0]) if np.ptp(t) > 0 else 0.0
+
+def leak_reason(samples:list, # (seconds, bytes) pairs, oldest first
+                limit:int, # bytes
+                min_growth:float # bytes per second
+               ) -> str|None:
+    "Why the samples look like a leak (above `limit` and growing faster than `min_growth`); None if they don't."
+    if not samples or samples[-1][1] <= limit: return None
+    g = growth_per_s(samples)
+    if g <= min_growth: return None
+    return f"{samples[-1][1] / 2**20:.0f} MiB > limit {limit / 2**20:.0f} MiB, growing {g / 2**20:.1f} MiB/s"
+
+# %% ../nbs/43_monitor.ipynb #m0000063
+def gpu_process_memory(pids:set # PIDs of a process tree
+                      ) -> int:
+    "GPU memory (bytes) NVML lists for these processes on all GPUs; 0 without NVML."
+    nv, handles, _ = nvml_devices()
+    if nv is None: return 0
+    used = 0
+    for h in handles:
+        for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
+            if p.pid in pids: used += p.usedGpuMemory or 0
+    return used
+
+def tree_memory(pid:int) -> int|None:
+    "Resident memory of `pid`'s process tree plus its GPU memory; None when the process is gone."
+    rss = tree_rss(pid)
+    if rss is None: return None
+    try: pids = {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except psutil.NoSuchProcess: return None
+    return rss + gpu_process_memory(pids)
+
+# %% ../nbs/43_monitor.ipynb #m0000065
+class Watchdog:
+    "Restarts a `Server` through its launcher when its memory leaks (`leak_reason`) or its process is gone."
+    def __init__(self, server, limit:int, min_growth:float=2**20, window:int=10, interval:float=1.0,
+                 backoff:float=1.0, max_restarts:int=5, log_path:Path|None=None, start_timeout:float=120):
+        self.server, self.limit, self.min_growth, self.window = server, limit, min_growth, window
+        self.interval, self.backoff, self.max_restarts = interval, backoff, max_restarts
+        self.log_path, self.start_timeout = log_path, start_timeout
+        self.restarts, self.samples, self.actions = 0, [], []
+
+    def log(self, msg:str):
+        "Note an action, with the time, in `actions` and the log file."
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} watchdog: {msg}"
+        self.actions.append(line)
+        if self.log_path:
+            with open(self.log_path, "a") as f: f.write(line + "\n")
+
+    def check(self) -> bool:
+        "One sample; restart the server if it leaks or is gone. False once `max_restarts` is spent."
+        mem = tree_memory(self.server.proc.pid)
+        self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
+        why = "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
+        if why is None: return True
+        if self.restarts >= self.max_restarts:
+            self.log(f"pid {self.server.proc.pid}: {why}; {self.restarts} restarts spent, giving up")
+            return False
+        return self.restart(why)
+
+    def restart(self, why:str) -> bool:
+        "Stop the server by PID, wait the backoff (doubling each time), start it again with the same command."
+        pid, wait = self.server.proc.pid, self.backoff * 2**self.restarts
+        self.log(f"pid {pid}: {why}; restarting after {wait:g}s (restart {self.restarts + 1})")
+        self.server.stop()
+        time.sleep(wait)
+        self.server.start(self.start_timeout)
+        self.restarts, self.samples = self.restarts + 1, []
+        self.log(f"pid {pid} -> {self.server.proc.pid}: started again")
+        return True
+
+    def run(self, stop):
+        "Check every `interval` seconds until the event `stop` is set or restarts are spent."
+        while not stop.wait(self.interval) and self.check(): pass
+
+    def collect(self):
+        "The restart count, as a Prometheus counter (register the watchdog in a registry)."
+        from prometheus_client.core import CounterMetricFamily
+        yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog",
+                                  value=self.restarts)
