@@ -12,12 +12,13 @@ from .run import json_safe, save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
-           'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'COMPARED',
-           'PLOTTED', 'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'random_prompts', 'text_prompts',
-           'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load',
-           'summarize', 'errors_by_kind', 'failure_line', 'bench_metrics', 'token_timeline', 'plot_bench',
-           'metrics_summary', 'load_prompts', 'format_summary', 'benchmark', 'compare_table', 'plot_compare',
-           'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'bench_server', 'run_bench']
+           'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES',
+           'K6_TEMPLATE', 'COMPARED', 'PLOTTED', 'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request',
+           'random_prompts', 'text_prompts', 'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics',
+           'with_models', 'run_load', 'summarize', 'errors_by_kind', 'failure_line', 'bench_metrics', 'token_timeline',
+           'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary', 'k6_script', 'benchmark', 'compare_table',
+           'plot_compare', 'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'bench_server',
+           'run_bench', 'timed_ms', 'generation_latency']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -542,6 +543,44 @@ def format_summary(m:dict) -> str:
     if m.get("failure"): lines.append(m["failure"])
     return "\n".join(lines)
 
+# %% ../nbs/42_bench.ipynb #g8e0c007
+K6_TEMPLATE = """import http from 'k6/http';
+import {{ check }} from 'k6';
+import exec from 'k6/execution';
+
+// written by llm_nb: the load of `llm_nb bench` ({summary}); run: API_KEY=... k6 run load.k6.js
+const BASE = __ENV.BASE_URL || {base_url};
+const PROMPTS = {prompts};
+export const options = {{ scenarios: {{ load: {scenario} }} }};
+
+export default function () {{
+  const prompt = PROMPTS[exec.scenario.iterationInTest % PROMPTS.length];
+  const headers = {{ 'Content-Type': 'application/json' }};
+  if (__ENV.API_KEY) headers['Authorization'] = `Bearer ${{__ENV.API_KEY}}`;
+  const body = JSON.stringify({{ model: {model}, prompt: prompt, max_tokens: {output_len}, ignore_eos: {ignore_eos},
+                                 temperature: 0 }});
+  const r = http.post(`${{BASE}}/v1/completions`, body, {{ headers: headers, timeout: '{timeout}s' }});
+  check(r, {{ 'status 200': (res) => res.status === 200 }});
+}}
+"""
+
+def k6_script(bc, # a `BenchCfg`: concurrency or rate, output length, timeout
+              base_url:str, # the server
+              model:str, # the served model's name
+              prompts:list[str] # the prompt texts, sent in order
+             ) -> str:
+    "A k6 script sending `prompts` as `bc` says: `vus` at a time, or at `request_rate` per second."
+    n, vus = len(prompts), bc.max_concurrency or len(prompts)
+    if math.isinf(bc.request_rate):
+        scenario = dict(executor="shared-iterations", vus=vus, iterations=n, maxDuration="30m")
+    else:
+        scenario = dict(executor="constant-arrival-rate", rate=bc.request_rate, timeUnit="1s", preAllocatedVUs=vus,
+                        duration=f"{math.ceil(n / bc.request_rate)}s")
+    summary = f"{n} prompts, concurrency {bc.max_concurrency or 'unbounded'}, rate {bc.request_rate}/s"
+    return K6_TEMPLATE.format(summary=summary, base_url=json.dumps(base_url), model=json.dumps(model),
+                              prompts=json.dumps(prompts, ensure_ascii=False), scenario=json.dumps(scenario),
+                              output_len=bc.output_len, ignore_eos=json.dumps(bc.ignore_eos), timeout=bc.timeout)
+
 # %% ../nbs/42_bench.ipynb #f3897125
 def _write_results(path:Path, bc, m:dict, series:list[dict], results:list[dict]):
     "results.json: the config, the summary, the scraped metrics and every request."
@@ -565,6 +604,7 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     m = bench_metrics(results, duration, lambda text: _n_tokens(tokenizer, text), tuple(bc.percentiles), bc.goodput)
     m["server_metrics"], m["failure"] = metrics_summary(series), failure_line(results)
     _write_results(out/"results.json", bc, m, series, results)
+    if bc.k6_script: (out/"load.k6.js").write_text(k6_script(bc, base_url, model, [p["prompt"] for p in prompts]))
     concurrency = bc.max_concurrency or "unbounded"
     title = f"{bc.endpoint}: {len(prompts)} prompts, concurrency {concurrency}, rate {bc.request_rate}/s"
     plot_bench(results, duration, series, out/"bench.png", title)
@@ -668,3 +708,34 @@ def run_bench(cfg, # the run's config (its `bench` section)
                counts={k: v for k, v in m.items() if k != "server_metrics"})
     check_error_rate(m, cfg.bench.max_error_rate)
     return m
+
+# %% ../nbs/42_bench.ipynb #g8e0c002
+def timed_ms(fn, # what to time
+             cuda:bool=False # time with CUDA events (GPU work) instead of perf_counter
+            ) -> float:
+    "Milliseconds one call of `fn` takes: CUDA events around it after a synchronize, else perf_counter."
+    if not cuda:
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1000
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end)
+
+def generation_latency(model, # a causal LM (transformers), on its device
+                       input_ids, # (1, n) prompt ids on the model's device
+                       new_tokens:int=32, # tokens generated each run (greedy, exactly this many)
+                       warmup:int=2, # untimed runs first
+                       repeats:int=5 # timed runs
+                      ) -> dict:
+    "Mean ± std (ms) of `model.generate` on the prompt, and per new token; CUDA events on a GPU."
+    gen = lambda: model.generate(input_ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+    for _ in range(warmup): gen()
+    ms = np.array([timed_ms(gen, input_ids.is_cuda) for _ in range(repeats)])
+    return dict(mean_ms=float(ms.mean()), std_ms=float(ms.std()), per_token_ms=float(ms.mean() / new_tokens),
+                repeats=repeats, timer="cuda events" if input_ids.is_cuda else "perf_counter")

@@ -238,6 +238,7 @@ class BenchCfg(Section):
     seed: int = 0
     # share of failed requests above which the benchmark fails (after writing its results): 0 = any failure
     max_error_rate: float = Field(0.0, ge=0, le=1)
+    k6_script: bool = False  # also write the load as a k6 script (load.k6.js) beside the results
 
 # %% ../nbs/00_config.ipynb #f7e0c002
 class MonitorCfg(Section):
