@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
-from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, main_metrics, write_lm_eval
+from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import save_figure, timed_stage
 
 # %% auto #0
@@ -114,10 +114,8 @@ def next_token_stats(logits:np.ndarray, # (positions, vocab) logits of one block
                      ids # the block's token ids
                     ) -> tuple[np.ndarray, np.ndarray]:
     "Per position i < n-1: NLL of token ids[i+1] under logits[i] (log-softmax), and the argmax of logits[i]."
-    x = logits[:-1].astype(np.float64)
-    m = x.max(-1, keepdims=True)
-    logp = x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
-    return -logp[np.arange(len(x)), np.asarray(ids[1:])], x.argmax(-1)
+    x = logits[:-1]
+    return -log_softmax(x)[np.arange(len(x)), np.asarray(ids[1:])], x.argmax(-1)
 
 # %% ../nbs/40_export.ipynb #1f99ff8b
 def held_out_blocks(run, # the run whose tokenize/eval split to read

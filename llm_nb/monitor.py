@@ -4,7 +4,7 @@
 
 # %% ../nbs/43_monitor.ipynb #m0000005
 from __future__ import annotations
-import contextlib, json, os, shutil, subprocess, tempfile, time
+import contextlib, functools, json, os, shutil, subprocess, tempfile, time
 from pathlib import Path
 import httpx
 import numpy as np
@@ -13,11 +13,11 @@ import yaml
 from prometheus_client.core import GaugeMetricFamily
 
 # %% auto #0
-__all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'PANELS', 'PANEL_W', 'PANEL_H', 'nvml_devices', 'gpu_families', 'tree_rss',
-           'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules', 'alert_tests',
-           'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'panels_for',
-           'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server', 'growth_per_s',
-           'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
+__all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'nvml_devices', 'gpu_families',
+           'tree_rss', 'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules',
+           'alert_tests', 'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'p95',
+           'panels_for', 'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server',
+           'growth_per_s', 'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
 
 # %% ../nbs/43_monitor.ipynb #m0000007
 DCGM_METRICS = {  # DCGM field name: (help, reading from an NVML device handle)
@@ -28,8 +28,9 @@ DCGM_METRICS = {  # DCGM field name: (help, reading from an NVML device handle)
                              lambda nv, h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
     "DCGM_FI_DEV_POWER_USAGE": ("power draw (W)", lambda nv, h: nv.nvmlDeviceGetPowerUsage(h) / 1000)}
 
+@functools.cache
 def nvml_devices() -> tuple[object|None, list, str]:
-    "(the `pynvml` module, one handle per GPU, '') where NVML answers; else (None, [], why not)."
+    "(the `pynvml` module, one handle per GPU, '') where NVML answers; else (None, [], why not). Asked once."
     try:
         import pynvml as nv
         nv.nvmlInit()
@@ -107,6 +108,7 @@ def start_exporter(pids:dict|None=None, # {role: PID} to watch
 
 # %% ../nbs/43_monitor.ipynb #m0000023
 EXPORTER_JOB = "llm_nb"  # the exporter's job name in Prometheus
+QUEUE_MEAN = "rate(vllm:request_queue_time_seconds_sum[1m]) / rate(vllm:request_queue_time_seconds_count[1m])"
 
 def prometheus_config(targets:dict, # {job: [host:port, ...]}
                       interval:str="5s", # scrape and evaluation interval
@@ -124,12 +126,11 @@ def alert_rules(mc # `Config.monitor`
     rule = lambda name, expr, summary, severity="warning": dict(
         alert=name, expr=expr, labels=dict(severity=severity), annotations=dict(summary=summary),
         **{"for": mc.alert_for})
-    queue = "rate(vllm:request_queue_time_seconds_sum[1m]) / rate(vllm:request_queue_time_seconds_count[1m])"
     return {"groups": [{"name": "llm_nb", "rules": [
         rule("GPUTooHot", f"DCGM_FI_DEV_GPU_TEMP > {mc.gpu_temp_c:g}", f"GPU above {mc.gpu_temp_c:g} C", "critical"),
         rule("KVCacheNearlyFull", f"vllm:kv_cache_usage_perc > {mc.kv_cache_usage:g}",
              f"vLLM KV cache above {mc.kv_cache_usage:.0%}"),
-        rule("RequestsQueueing", f"{queue} > {mc.queue_time_s:g}", f"mean queue time above {mc.queue_time_s:g} s"),
+        rule("RequestsQueueing", f"{QUEUE_MEAN} > {mc.queue_time_s:g}", f"mean queue time above {mc.queue_time_s:g} s"),
         rule("ServedProcessMemoryHigh", f"llm_nb_process_rss_bytes > {mc.rss_limit_gib * 2**30:.0f}",
              f"a watched process above {mc.rss_limit_gib:g} GiB resident"),
         rule("ExporterDown", f'up{{job="{EXPORTER_JOB}"}} == 0', "the llm_nb exporter does not answer", "critical")]}]}
@@ -228,6 +229,11 @@ def wait_for_scrape(base_url:str, # Prometheus
     return False
 
 # %% ../nbs/43_monitor.ipynb #m0000039
+def p95(histogram:str # a Prometheus histogram's name
+       ) -> str:
+    "PromQL for its 95th percentile over the last minute, all series together."
+    return f"histogram_quantile(0.95, sum by (le) (rate({histogram}_bucket[1m])))"
+
 PANELS = [  # (title, PromQL, source: gpu | host | llama_server | vllm)
     ("GPU utilization (%)", "DCGM_FI_DEV_GPU_UTIL", "gpu"),
     ("GPU memory used (MiB)", "DCGM_FI_DEV_FB_USED", "gpu"),
@@ -242,14 +248,10 @@ PANELS = [  # (title, PromQL, source: gpu | host | llama_server | vllm)
     ("vLLM: requests running", "vllm:num_requests_running", "vllm"),
     ("vLLM: requests waiting", "vllm:num_requests_waiting", "vllm"),
     ("vLLM: KV cache usage", "vllm:kv_cache_usage_perc", "vllm"),
-    ("vLLM: p95 TTFT (s)", "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[1m])))",
-     "vllm"),
-    ("vLLM: p95 inter-token latency (s)",
-     "histogram_quantile(0.95, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[1m])))", "vllm"),
-    ("vLLM: p95 end-to-end latency (s)",
-     "histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[1m])))", "vllm"),
-    ("vLLM: mean queue time (s)",
-     "rate(vllm:request_queue_time_seconds_sum[1m]) / rate(vllm:request_queue_time_seconds_count[1m])", "vllm")]
+    ("vLLM: p95 TTFT (s)", p95("vllm:time_to_first_token_seconds"), "vllm"),
+    ("vLLM: p95 inter-token latency (s)", p95("vllm:inter_token_latency_seconds"), "vllm"),
+    ("vLLM: p95 end-to-end latency (s)", p95("vllm:e2e_request_latency_seconds"), "vllm"),
+    ("vLLM: mean queue time (s)", QUEUE_MEAN, "vllm")]
 
 def panels_for(sources:set # e.g. {"host", "llama_server"}
               ) -> list[tuple[str, str, str]]:
