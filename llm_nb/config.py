@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 # %% auto #0
 __all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg',
-           'Config', 'ConfigError', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path',
-           'demo_config']
+           'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg',
+           'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'load_config', 'to_yaml', 'expand',
+           'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -110,6 +110,9 @@ class CleanCfg(Section):
 class TinyCfg(Section):
     "Shape of the tiny random Llama used by the demo and the tests."
     vocab_size: int = Field(1000, gt=300)  # SentencePiece vocabulary (upper bound: small corpora yield fewer)
+    # share of characters that get a piece of their own; the rest go through byte fallback (0.9995: SentencePiece's
+    # advice for CJK, whose thousands of characters need a vocabulary at least as large as those it covers)
+    character_coverage: float = Field(0.9995, ge=0.98, le=1)  # SentencePiece accepts 0.98 to 1
     hidden_size: int = 256  # multiple of 256 so k-quants (Q4_K_M) apply
     intermediate_size: int = 512
     num_layers: int = 2
@@ -122,15 +125,19 @@ class ModelCfg(Section):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: by hardware (see llm_nb.env)
     attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = "auto"  # auto: by hardware
     trust_remote_code: bool = False  # never on by default: it runs code from the model repo
+    # load the frozen base weights quantized with bitsandbytes (QLoRA with 4bit): needs CUDA
+    quantization: Literal["none", "8bit", "4bit"] = "none"
     tiny: TinyCfg = TinyCfg()
 
 # %% ../nbs/00_config.ipynb #809fb2d8
 class LoraCfg(Section):
-    "LoRA adapter settings (peft)."
-    r: int = Field(8, gt=0)
-    alpha: int = 16
+    "LoRA adapter settings (peft): a preset per model family, each value overridable."
+    # auto: the preset of the model's `model_type` (llm_nb.model.LORA_PRESETS), else `default`; or a preset's name
+    preset: str = "auto"
+    r: int|None = Field(None, gt=0)  # None: the preset's
+    alpha: int|None = None  # None: the preset's
     dropout: float = Field(0.05, ge=0, lt=1)
-    target_modules: list[str] = ["q_proj", "v_proj"]
+    target_modules: list[str]|None = None  # None: the preset's; ["all-linear"]: every linear layer but the head
 
 # %% ../nbs/00_config.ipynb #9c025414
 class TokenizeCfg(Section):
@@ -138,19 +145,71 @@ class TokenizeCfg(Section):
     max_length: int = Field(128, gt=8)  # tokens per training block
     pack: bool = True  # concatenate texts into full blocks (no padding)
     eval_frac: float = Field(0.1, gt=0, lt=1)  # share of records held out for evaluation
+    # length_stratified: each token-length bin keeps eval_frac of its records in eval; random: a shuffled cut
+    split: Literal["length_stratified", "random"] = "length_stratified"
+    length_bins: int = Field(8, gt=0)  # token-length bins (quantiles) of the stratified split
+    padding_side: Literal["right", "left"] = "right"  # set on the tokenizer explicitly (right for training)
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 
 # %% ../nbs/00_config.ipynb #1648e306
 class TrainCfg(Section):
-    "HF Trainer budget and optimizer."
+    "HF Trainer budget, optimizer, precision, checkpoints, resume and what to do about a NaN loss."
     max_steps: int = Field(60, gt=0)
     # a usual LoRA rate for real models; the demo's tiny random model uses 1e-2
     learning_rate: float = Field(2e-4, gt=0)
     batch_size: int = Field(8, gt=0)  # per device
     grad_accum: int = Field(1, gt=0)
-    warmup_steps: int = 0
-    logging_steps: int = 5
+    warmup_steps: int = Field(0, ge=0)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)  # share of max_steps spent warming up (if warmup_steps is 0)
+    lr_scheduler: str = "cosine"  # a transformers SchedulerType name
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, ge=0)  # gradient clipping; 0 = off
+    logging_steps: int = Field(5, gt=0)
+    eval_steps: int = Field(0, ge=0)  # evaluate on tokenize/eval every N steps; 0 = never during training
+    save_steps: int = Field(0, ge=0)  # write a checkpoint every N steps; 0 = only the final adapter
+    save_total_limit: int = Field(2, gt=0)  # checkpoints kept (the best one too with load_best_model_at_end)
+    load_best_model_at_end: bool = False  # needs eval_steps = save_steps (by eval loss)
+    # auto: bf16 where the GPU has it, fp16 (with loss scaling) on older GPUs, fp32 on CPU
+    precision: Literal["auto", "bf16", "fp16", "fp32"] = "auto"
+    gradient_checkpointing: bool = False  # recompute activations in backward (less memory, ~30% slower)
+    torch_compile: bool = False  # never together with gradient_checkpointing
+    # no: start fresh; auto: continue from the newest complete checkpoint in train/checkpoints; or a checkpoint folder
+    resume: str = "auto"
+    # a NaN/inf loss: stop; skip that step's update; or roll back to the last checkpoint with a lower learning rate
+    nan_policy: Literal["stop", "skip", "rollback"] = "stop"
+    rollback_lr_factor: float = Field(0.5, gt=0, lt=1)  # rollback: learning rate multiplied by this each time
+    max_rollbacks: int = Field(3, ge=0)  # rollback: then stop
+
+# %% ../nbs/00_config.ipynb #0d5e1a02
+class DeepSpeedCfg(Section):
+    "DeepSpeed ZeRO through the HF Trainer (off by default)."
+    stage: Literal["off", 0, 1, 2, 3] = "off"
+    offload_optimizer: bool = False  # optimizer states (and the Adam step) on CPU: needs DeepSpeed's cpu_adam
+    offload_params: bool = False  # stage 3: weights on CPU between uses
+    train_batch_size: int = Field(0, ge=0)  # the global batch the job must have; 0 = batch_size x grad_accum x ranks
+    extra: dict = {}  # merged into the generated config (DeepSpeed's own keys), e.g. {zero_optimization: {...}}
+
+# %% ../nbs/00_config.ipynb #0d5e1a05
+class SlurmCfg(Section):
+    "What the generated sbatch script asks Slurm for."
+    job_name: str = "llm_nb"
+    partition: str = ""  # "" = the cluster's default
+    account: str = ""
+    time: str = "24:00:00"  # wall-clock limit
+    cpus_per_task: int = Field(0, ge=0)  # 0 = Slurm's default
+    mem: str = ""  # per node, e.g. 200G; "" = Slurm's default
+    extra_sbatch: list[str] = []  # more `#SBATCH` lines, e.g. ["--exclusive"]
+    setup: list[str] = []  # shell lines run before the launch (module load, conda activate, ...)
+
+class LaunchCfg(Section):
+    "How training processes are started: launcher, nodes, processes per node, Slurm."
+    launcher: Literal["torchrun", "deepspeed", "accelerate"] = "torchrun"
+    nnodes: int = Field(1, gt=0)
+    nproc_per_node: int = Field(1, gt=0)  # processes per node: one per GPU (or CPU ranks, with gloo)
+    gpus_per_node: int = Field(0, ge=0)  # GPUs Slurm gives each node (--gres=gpu:G); 0 = a CPU job
+    master_port: int = Field(29500, gt=0, lt=65536)
+    slurm: SlurmCfg = SlurmCfg()
 
 # %% ../nbs/00_config.ipynb #3c1d0a51
 class LocalTask(Section):
@@ -265,6 +324,8 @@ class Config(Section):
     lora: LoraCfg = LoraCfg()
     tokenize: TokenizeCfg = TokenizeCfg()
     train: TrainCfg = TrainCfg()
+    deepspeed: DeepSpeedCfg = DeepSpeedCfg()
+    launch: LaunchCfg = LaunchCfg()
     evaluate: EvaluateCfg = EvaluateCfg()
     export: ExportCfg = ExportCfg()
     serve: ServeCfg = ServeCfg()

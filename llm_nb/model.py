@@ -4,16 +4,20 @@
 
 # %% ../nbs/20_model.ipynb #ee621294
 from __future__ import annotations
-import json, shutil
+import json, math, re, shutil
+from collections import Counter
 from pathlib import Path
 import torch
 from .config import ConfigError
 from .run import timed_stage
 
 # %% auto #0
-__all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'SP_OPTIONS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES',
-           'GIB', 'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'load_model', 'count_params', 'add_lora',
-           'estimate_memory', 'run_model']
+__all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS', 'SP_MIN_COVERAGE',
+           'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'coverage_within', 'train_tokenizer',
+           'build_tiny_model', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings',
+           'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
+           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory',
+           'run_model']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -21,27 +25,61 @@ CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['co
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                               pad_token="<pad>", add_bos_token=True, add_eos_token=False, chat_template=CHATML_TEMPLATE)
 SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
+META_PIECES = len(SPECIAL_IDS) + 256  # pieces besides characters and merges: the specials and the 256 bytes
 SP_OPTIONS = dict(model_type="bpe",
                   byte_fallback=True,  # a character without a piece is encoded as its UTF-8 bytes
                   normalization_rule_name="identity",  # keep the text as is: newlines, repeated spaces
                   remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
                   split_digits=True,  # numbers are tokenized digit by digit
-                  character_coverage=0.9995,  # the rarest 0.05% of characters go through byte fallback
                   hard_vocab_limit=False,  # a small corpus may yield fewer pieces than asked for
                   num_threads=2,  # the demo machine's cores
                   minloglevel=2)  # SentencePiece's warnings and errors only
 
+def _sp_train(texts:list[str], out_dir:Path, vocab_size:int, coverage:float) -> int|None:
+    "Train SentencePiece into `out_dir`; None when done, else the vocabulary size it says the characters need."
+    import sentencepiece as spm
+    try: spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(out_dir/"tokenizer"),
+                                        vocab_size=vocab_size, character_coverage=coverage, **SP_OPTIONS, **SPECIAL_IDS)
+    except RuntimeError as e:
+        m = re.search(r"Vocabulary size is smaller than required_chars\. \d+ vs (\d+)", str(e))
+        if m is None: raise
+        return int(m.group(1))
+
+# %% ../nbs/20_model.ipynb #c7e1a004
+SP_MIN_COVERAGE = 0.98  # SentencePiece refuses a lower character_coverage
+
+def coverage_within(texts:list[str], # the training texts
+                    n_chars:int # the most characters that may get a piece of their own
+                   ) -> float:
+    "The largest `character_coverage` (4 decimals, rounded down) that keeps at most `n_chars` characters."
+    freq = sorted(Counter(ch for t in texts for ch in t).values(), reverse=True)
+    return math.floor(sum(freq[:max(n_chars, 0)]) / sum(freq) * 1e4) / 1e4
+
+# %% ../nbs/20_model.ipynb #c7e1a007
+def _vocab_advice(texts:list[str], vocab_size:int, coverage:float, need:int) -> str:
+    "The message for a vocabulary too small for the characters `coverage` keeps."
+    cov = coverage_within(texts, vocab_size - META_PIECES)
+    alt = (f", or model.tiny.character_coverage <= {cov}" if cov >= SP_MIN_COVERAGE else
+           f" (a character_coverage that fits would be {cov}, below SentencePiece's minimum {SP_MIN_COVERAGE})")
+    return (f"model.tiny.vocab_size={vocab_size} is smaller than the {need} pieces model.tiny.character_coverage="
+            f"{coverage} needs on this corpus ({need - META_PIECES} characters + {META_PIECES} special and byte "
+            f"pieces): set model.tiny.vocab_size >= {need}" + alt)
+
 def train_tokenizer(texts, # iterable of strings
                     out_dir:Path, # folder for the tokenizer files
-                    vocab_size:int=1000 # pieces asked for (an upper bound on a small corpus)
+                    vocab_size:int=1000, # pieces asked for (fewer on a small corpus, more with `grow` on a CJK one)
+                    character_coverage:float=0.9995, # share of the text whose characters get pieces of their own
+                    grow:bool=True # take the vocabulary the covered characters need when it exceeds `vocab_size`
                    ):
     "Train a SentencePiece tokenizer on `texts`, save it in `out_dir`, return it loaded by `AutoTokenizer`."
-    import sentencepiece as spm
     from transformers import AutoTokenizer
-    out_dir = Path(out_dir)
+    if not SP_MIN_COVERAGE <= character_coverage <= 1:
+        raise ConfigError(f"model.tiny.character_coverage={character_coverage}: SentencePiece takes 0.98 to 1")
+    texts, out_dir = list(texts), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(out_dir/"tokenizer"),
-                                   vocab_size=vocab_size, **SP_OPTIONS, **SPECIAL_IDS)
+    need = _sp_train(texts, out_dir, vocab_size, character_coverage)
+    if need is not None and grow: need = _sp_train(texts, out_dir, need, character_coverage)
+    if need is not None: raise ConfigError(_vocab_advice(texts, vocab_size, character_coverage, need))
     (out_dir/"tokenizer.vocab").unlink(missing_ok=True)
     (out_dir/"tokenizer_config.json").write_text(json.dumps(LLAMA_TOKENIZER_CONFIG, indent=2))
     return AutoTokenizer.from_pretrained(out_dir)
@@ -58,13 +96,13 @@ def _llama_config(tcfg, vocab_size:int):
 
 def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
                      out_dir:Path, # folder the checkpoint is saved in
-                     tcfg, # `Config.model.tiny`: vocabulary size and shape
+                     tcfg, # `Config.model.tiny`: vocabulary size, character coverage and shape
                      seed:int=0 # seed of the random weights
                     ) -> Path:
     "Train a tokenizer on `texts`, random-init a small Llama, save both to `out_dir` like a hub checkpoint."
     from transformers import LlamaForCausalLM
     out_dir = Path(out_dir)
-    tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size)
+    tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage)
     torch.manual_seed(seed)
     LlamaForCausalLM(_llama_config(tcfg, len(tok))).save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
@@ -83,19 +121,40 @@ def load_tokenizer(name_or_path:str, # a model folder or hub id
     if tok.pad_token is None: tok.pad_token = tok.eos_token
     return tok
 
+# %% ../nbs/20_model.ipynb #c7e1a013
+def quantization_config(mcfg, # `Config.model`
+                        cuda:bool|None=None # a CUDA GPU is there (default: ask torch)
+                       ):
+    "bitsandbytes' `BitsAndBytesConfig` for `mcfg.quantization`, None for `none`; `ConfigError` where it cannot run."
+    q = mcfg.quantization
+    if q == "none": return None
+    if not (torch.cuda.is_available() if cuda is None else cuda):
+        raise ConfigError(f"model.quantization={q!r} needs a CUDA GPU (bitsandbytes): "
+                          "set model.quantization: none on this machine")
+    try: import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"model.quantization={q!r} needs bitsandbytes: pip install bitsandbytes "
+                          "(or set model.quantization: none)") from None
+    from transformers import BitsAndBytesConfig
+    if q == "8bit": return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=torch.bfloat16)
+
 # %% ../nbs/20_model.ipynb #fb88939c
 def load_model(name_or_path:str, # a model folder or hub id
                mcfg, # `Config.model`
                training:bool=True, # for training (placement left to the Trainer) or for inference
                rep:dict|None=None # an `env_report()` (default: this machine's)
               ):
-    "A causal LM loaded with the dtype/attention/device map that suit this hardware."
+    "A causal LM loaded with the dtype/attention/device map that suit this hardware (quantized for training)."
+    import os
     from transformers import AutoModelForCausalLM
     from llm_nb.env import resolve_loading
-    how = resolve_loading(mcfg, rep, training=training)
+    how, qc = resolve_loading(mcfg, rep, training=training), quantization_config(mcfg) if training else None
+    device_map = {"": int(os.environ.get("LOCAL_RANK", 0))} if qc is not None else how["device_map"]
     return AutoModelForCausalLM.from_pretrained(
         name_or_path, dtype=getattr(torch, how["dtype"]), attn_implementation=how["attn_implementation"],
-        device_map=how["device_map"], trust_remote_code=mcfg.trust_remote_code)
+        device_map=device_map, quantization_config=qc, trust_remote_code=mcfg.trust_remote_code)
 
 # %% ../nbs/20_model.ipynb #73e89a9d
 def count_params(model) -> dict:
@@ -103,52 +162,198 @@ def count_params(model) -> dict:
     return dict(total=sum(p.numel() for p in model.parameters()),
                 trainable=sum(p.numel() for p in model.parameters() if p.requires_grad))
 
+# %% ../nbs/20_model.ipynb #754edc01
+LORA_PRESETS = {  # per model family (`config.model_type`): the seed's table
+    "llama": dict(r=64, alpha=128, target_modules=["q_proj", "v_proj"]),
+    "qwen2": dict(r=16, alpha=32, target_modules=["q_proj", "v_proj", "o_proj"]),
+    "phi3": dict(r=32, alpha=64, target_modules=["all-linear"]),
+    "default": dict(r=8, alpha=16, target_modules=["q_proj", "v_proj"]),
+}
+LORA_PRESETS["qwen3"] = LORA_PRESETS["qwen2"]
+
+def lora_settings(lcfg, # `Config.lora`
+                  model_type:str # the base model's `config.model_type`
+                 ) -> dict:
+    "r, alpha, dropout, target_modules: the preset for `model_type` (or `lcfg.preset`) with `lcfg`'s overrides."
+    name = lcfg.preset if lcfg.preset != "auto" else model_type if model_type in LORA_PRESETS else "default"
+    if name not in LORA_PRESETS:
+        raise ConfigError(f"lora.preset={lcfg.preset!r} is not a preset: choose auto or one of {list(LORA_PRESETS)}")
+    out = dict(LORA_PRESETS[name], preset=name, dropout=lcfg.dropout)
+    out.update({k: v for k in ("r", "alpha", "target_modules") if (v := getattr(lcfg, k)) is not None})
+    return out
+
+# %% ../nbs/20_model.ipynb #c7e1a016
+def preset_table() -> str:
+    "`LORA_PRESETS` as a markdown table, one row per distinct preset."
+    rows = {}
+    for name, p in LORA_PRESETS.items(): rows.setdefault(id(p), [[], p])[0].append(name)
+    lines = ["| preset | r | alpha | target modules |", "|---|---|---|---|"]
+    return "\n".join(lines + [f"| {', '.join(ns)} | {p['r']} | {p['alpha']} | {', '.join(p['target_modules'])} |"
+                              for ns, p in rows.values()])
+
 # %% ../nbs/20_model.ipynb #754edcfa
 def add_lora(model, # a causal LM
-             lcfg # `Config.lora`
+             lcfg, # `Config.lora`
+             gradient_checkpointing:bool=False # a quantized model: let `prepare_model_for_kbit_training` enable it
             ):
-    "The model wrapped with a trainable LoRA adapter."
-    from peft import LoraConfig, get_peft_model
-    return get_peft_model(model, LoraConfig(r=lcfg.r, lora_alpha=lcfg.alpha, lora_dropout=lcfg.dropout,
-                                            target_modules=lcfg.target_modules, task_type="CAUSAL_LM"))
+    "The model wrapped with a trainable LoRA adapter, settings from `lora_settings` (QLoRA-prepared if quantized)."
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    s = lora_settings(lcfg, model.config.model_type)
+    if getattr(model, "is_loaded_in_8bit", False) or getattr(model, "is_loaded_in_4bit", False):
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+    tm = "all-linear" if s["target_modules"] == ["all-linear"] else s["target_modules"]
+    lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
+                    task_type="CAUSAL_LM")
+    try: return get_peft_model(model, lc)
+    except ValueError as e:  # peft: "Target modules {...} not found in the base model"
+        raise ConfigError(f"lora.target_modules={s['target_modules']}: {str(e).splitlines()[0]}") from None
+
+# %% ../nbs/20_model.ipynb #c7e1a020
+def lora_counts(conf, # the base model's `PretrainedConfig`
+                lcfg, # `Config.lora`
+                trust_remote_code:bool=False # the model's own code builds it (`model.trust_remote_code`)
+               ) -> dict:
+    "Base, trainable and total parameters with a LoRA adapter, counted on the `meta` device (no weights)."
+    from transformers import AutoModelForCausalLM
+    with torch.device("meta"): base = AutoModelForCausalLM.from_config(conf, trust_remote_code=trust_remote_code)
+    n = count_params(base)["total"]
+    return dict(base=n, **count_params(add_lora(base, lcfg)))
+
+# %% ../nbs/20_model.ipynb #c7e1a023
+def lora_line(s:dict, # from `lora_settings`
+              n:dict # from `lora_counts`
+             ) -> str:
+    "One line: the resolved LoRA preset and the trainable share of the parameters."
+    return (f"lora: preset {s['preset']} (r {s['r']}, alpha {s['alpha']}, {','.join(s['target_modules'])}): "
+            f"{n['trainable']:,} trainable of {n['total']:,} ({n['trainable'] / n['total']:.1%})")
 
 # %% ../nbs/20_model.ipynb #9745cc9f
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2,
+               "int8": 1, "nf4": 0.5}  # bitsandbytes' 8bit and 4bit weights (QLoRA)
 FP32_BYTES = 4  # a gradient, or the fp32 master copy of a weight trained in half precision
 ADAM_BYTES = 2 * FP32_BYTES  # Adam's two moments per trained parameter
 GIB = 2**30
 
+def model_state_bytes(n_params:int, # parameters of the model
+                      dtype:str="bfloat16", # the dtype the weights are loaded in (a `DTYPE_BYTES` key)
+                      trainable:int|None=None # trained parameters (default: all, i.e. full fine-tuning)
+                     ) -> dict:
+    "Bytes of the weights, gradients and optimizer states of the whole model, before ZeRO splits them."
+    trainable = n_params if trainable is None else trainable
+    master = trainable * FP32_BYTES if dtype != "float32" else 0
+    return dict(weights=n_params * DTYPE_BYTES[dtype], grads=trainable * FP32_BYTES,
+                optimizer=trainable * ADAM_BYTES + master)
+
+# %% ../nbs/20_model.ipynb #c7e1a026
+def zero_placement(stage:int, # ZeRO stage, 0 = none
+                   offload_optimizer:bool=False, # optimizer states and fp32 gradients on CPU
+                   offload_params:bool=False # stage 3: weights on CPU
+                  ) -> dict:
+    "Where each model state lives: {state: (split across ranks, on CPU)}."
+    off = offload_optimizer and stage >= 1
+    return dict(weights=(stage >= 3, offload_params and stage >= 3),
+                grads=(stage >= 2 or off, off), optimizer=(stage >= 1, off))
+
+# %% ../nbs/20_model.ipynb #c7e1a029
+def zero_state_bytes(states:dict, # from `model_state_bytes`
+                     placement:dict, # from `zero_placement`
+                     world_size:int=1, # data-parallel ranks (GPUs) in all
+                     gpus_per_node:int|None=None # ranks per node (default: all on one node)
+                    ) -> tuple:
+    "(bytes on each GPU, bytes in each node's CPU RAM) of the model states laid out by `placement`."
+    gpu = cpu = 0
+    for k, b in states.items():
+        split, on_cpu = placement[k]
+        share = b / world_size if split else b
+        if on_cpu: cpu += share * (gpus_per_node or world_size)
+        else: gpu += share
+    return gpu, cpu
+
+# %% ../nbs/20_model.ipynb #c7e1a032
+def layer_activation_bytes(conf, # a transformer `PretrainedConfig` (hidden_size, num_attention_heads)
+                           seq:int, # tokens per sequence
+                           batch:int, # sequences per micro-batch on one GPU
+                           flash:bool=False # the attention does not keep the s×s scores (flash / SDPA)
+                          ) -> float:
+    "Half-precision bytes one transformer layer keeps for backward (Korthikanti et al. 2022, eq. 2)."
+    s, b, h, a = seq, batch, conf.hidden_size, conf.num_attention_heads
+    return s * b * h * (34 + (0 if flash else 5 * a * s / h))
+
+def activation_bytes(conf, # a transformer `PretrainedConfig` (also num_hidden_layers, vocab_size)
+                     seq:int, # tokens per sequence
+                     batch:int, # sequences per micro-batch on one GPU
+                     checkpointing:bool=False, # gradient checkpointing: keep only each layer's input
+                     dtype:str="bfloat16", # the compute dtype
+                     flash:bool=False # the attention does not keep the s×s scores
+                    ) -> int:
+    "Activation bytes of one micro-batch on one GPU: the layers' (or their inputs') plus the logits'."
+    layer, sbh = layer_activation_bytes(conf, seq, batch, flash), seq * batch * conf.hidden_size
+    kept = conf.num_hidden_layers * 2 * sbh + layer if checkpointing else conf.num_hidden_layers * layer
+    return int(kept * DTYPE_BYTES[dtype] / 2 + 8 * seq * batch * conf.vocab_size)
+
+# %% ../nbs/20_model.ipynb #c7e1a036
 def estimate_memory(n_params:int, # parameters of the model
                     dtype:str="bfloat16", # the dtype the weights are loaded in
-                    trainable:int|None=None # trained parameters (default: all, i.e. full fine-tuning)
+                    trainable:int|None=None, # trained parameters (default: all, i.e. full fine-tuning)
+                    zero=None, # `Config.deepspeed` (default: no ZeRO)
+                    world_size:int=1, # data-parallel ranks (GPUs) in all
+                    gpus_per_node:int|None=None, # ranks per node (default: all on one node)
+                    largest_layer:int=0, # parameters of the largest layer (ZeRO-3 gathers it whole)
+                    activations:int=0 # bytes from `activation_bytes` (0: not estimated)
                    ) -> dict:
-    "GiB for weights + gradients + Adam states; `trainable` defaults to all parameters (full fine-tuning)."
-    trainable = n_params if trainable is None else trainable
-    w = n_params * DTYPE_BYTES[dtype]
-    master = trainable * FP32_BYTES if dtype != "float32" else 0
-    grads, adam = trainable * FP32_BYTES, trainable * ADAM_BYTES
-    gib = lambda b: round(b / GIB, 3)
-    return dict(weights_gib=gib(w), grads_gib=gib(grads), optimizer_gib=gib(adam + master),
-                total_gib=gib(w + grads + adam + master), excludes="activations")
+    "GiB of weights, gradients and optimizer states, and what each GPU and each node's RAM holds under ZeRO."
+    from llm_nb.config import DeepSpeedCfg
+    z, s = zero or DeepSpeedCfg(), model_state_bytes(n_params, dtype, trainable)
+    stage = 0 if z.stage == "off" else z.stage
+    gpu, cpu = zero_state_bytes(s, zero_placement(stage, z.offload_optimizer, z.offload_params), world_size,
+                                gpus_per_node)
+    gpu += 2 * largest_layer * DTYPE_BYTES[dtype] if stage == 3 else 0
+    gib = lambda b: round(b / GIB, 6)
+    return dict(weights_gib=gib(s["weights"]), grads_gib=gib(s["grads"]), optimizer_gib=gib(s["optimizer"]),
+                total_gib=gib(sum(s.values())), gpu_gib=gib(gpu + activations), cpu_gib=gib(cpu),
+                activations_gib=gib(activations),
+                excludes="buffers, CUDA context" + ("" if activations else ", activations"))
 
 # %% ../nbs/20_model.ipynb #8405aebe
-def _model_info(path:str, mc) -> dict:
-    "What `model.json` says about the checkpoint at `path`; `ConfigError` when it cannot be loaded."
+def _model_config(path:str, mc):
+    "The `PretrainedConfig` of the checkpoint at `path`; `ConfigError` when it cannot be loaded."
     from transformers import AutoConfig
-    try: conf = AutoConfig.from_pretrained(path, trust_remote_code=mc.trust_remote_code)
+    try: return AutoConfig.from_pretrained(path, trust_remote_code=mc.trust_remote_code)
     except (OSError, ValueError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(f"model.name_or_path={mc.name_or_path!r}: cannot load its config: {reason}") from None
+
+def _model_info(path:str, conf) -> dict:
+    "What `model.json` says about the checkpoint at `path` with config `conf`."
     return dict(path=path, model_type=conf.model_type, vocab_size=conf.vocab_size, hidden_size=conf.hidden_size,
                 num_layers=conf.num_hidden_layers)
 
 # %% ../nbs/20_model.ipynb #360bf698
-def _lora_footprint(path:str, cfg) -> dict:
-    "Parameter count of the model at `path` and the memory estimate for LoRA training with `cfg.lora`."
-    m = load_model(path, cfg.model)
-    n = count_params(m)["total"]
-    trainable = count_params(add_lora(m, cfg.lora))["trainable"]
-    return dict(params=n, memory_lora_gib=estimate_memory(n, "float32", trainable))
+def launch_memory(conf, # the base model's `PretrainedConfig`
+                  n:dict, # from `lora_counts`
+                  cfg # the run's `Config`
+                 ) -> dict:
+    "`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO, ranks, batch)."
+    from llm_nb.env import resolve_loading
+    how, t, ln = resolve_loading(cfg.model), cfg.train, cfg.launch
+    wdtype = {"8bit": "int8", "4bit": "nf4"}.get(cfg.model.quantization, how["dtype"])
+    act = activation_bytes(conf, cfg.tokenize.max_length, t.batch_size, t.gradient_checkpointing, how["dtype"],
+                           flash=how["attn_implementation"] != "eager")
+    largest = max(conf.vocab_size, getattr(conf, "intermediate_size", 0)) * conf.hidden_size
+    return estimate_memory(n["base"], wdtype, n["trainable"], cfg.deepspeed, ln.nnodes * ln.nproc_per_node,
+                           ln.nproc_per_node, largest, act)
+
+# %% ../nbs/20_model.ipynb #c7e1a040
+def _lora_info(conf, cfg) -> dict:
+    "`model.json`'s LoRA part: the resolved preset, parameter counts and launch memory, or why the counts are missing."
+    s = lora_settings(cfg.lora, conf.model_type)
+    try: n = lora_counts(conf, cfg.lora, cfg.model.trust_remote_code)
+    except ConfigError: raise
+    except Exception as e:  # a model whose own code cannot be built on `meta`: the counts are only a report
+        return dict(lora=s, lora_counts_skipped=f"{type(e).__name__}: {e}")
+    print(lora_line(s, n))
+    return dict(lora=s, params=n["base"], trainable=n["trainable"], total=n["total"],
+                memory_gib=launch_memory(conf, n, cfg))
 
 # %% ../nbs/20_model.ipynb #5ae63268
 def _clean_texts(src:Path) -> list[str]:
@@ -158,13 +363,15 @@ def _clean_texts(src:Path) -> list[str]:
 
 @timed_stage("model")
 def run_model(cfg, run) -> dict:
-    "Resolve the base model (building it when `tiny`) and write `model/model.json`."
+    "Resolve the base model (building it when `tiny`), count its LoRA parameters, write `model/model.json`."
     mc, out = cfg.model, run.stage_dir("model")
     src, tiny = run.dir/"clean"/"clean.parquet", mc.name_or_path == "tiny"
     path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed)) if tiny else mc.name_or_path
-    info = _model_info(path, mc)
-    if tiny: info.update(_lora_footprint(path, cfg))
+    conf = _model_config(path, mc)
+    info = _model_info(path, conf) | _lora_info(conf, cfg)
     (out/"model.json").write_text(json.dumps(info, indent=2))
+    extra = ("path", "lora", "memory_gib")  # settings and estimates go to the report, counts to the manifest too
     run.record("model", inputs=[src] if tiny else [], outputs=[out],
-               counts={k: v for k, v in info.items() if k != "path"})
+               counts={k: v for k, v in info.items() if k not in extra},
+               result={k: info[k] for k in extra[1:] if k in info})
     return info

@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse, json, os, sys, time
 from pathlib import Path
 import httpx, yaml
+from fastcore.imports import in_ipython
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths
-from .run import Run, timed_stage
+from .run import Run, is_main_process, timed_stage
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
@@ -22,7 +23,8 @@ from .bench import BenchFailed, run_bench
 from .monitor import watch_server
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main',
+           'launch_cli']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -100,6 +102,7 @@ def run_pipeline(cfg:Config, # the run's config
     run = Run.create(cfg)
     t0, ordered = time.perf_counter(), [s for s in STAGES if s in stages]
     for s in ordered: STAGES[s](cfg, run)
+    if not is_main_process(): return run  # in a launched job (`llm_nb launch`), rank 0 writes the summary
     summary = _summarize(run, ordered, time.perf_counter() - t0)
     print(f"pipeline: {', '.join(ordered)} in {summary['total_s']:.1f}s -> {run.dir}")
     return run
@@ -149,12 +152,25 @@ def _first_served_model(base_url:str, headers:dict) -> str:
     if not names: raise ConfigError(f"{base_url}/v1/models lists no model: pass --model NAME")
     return names[0]
 
+# %% ../nbs/90_pipeline.ipynb #5a1c0e07
+def _launch_parser(sub):
+    "The `llm_nb launch` subcommand's arguments."
+    p = sub.add_parser("launch", help="the train stage on nodes x processes: an sbatch script, or the command")
+    p.add_argument("config")
+    p.add_argument("--launcher", choices=["torchrun", "deepspeed", "accelerate"])
+    for name in ("--nnodes", "--nproc-per-node", "--gpus-per-node", "--master-port"): p.add_argument(name, type=int)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--sbatch", metavar="PATH", help="write the sbatch script here")
+    out.add_argument("--print", action="store_true", help="print the command for each node (the default)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+
 # %% ../nbs/90_pipeline.ipynb #eea66edf
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
 
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env and bench."
+    "The `llm_nb` argument parser: demo, run, check, env, bench and launch."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
+    ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     sub = ap.add_subparsers(dest="cmd", required=True)
     demo = sub.add_parser("demo", help="run the shipped demo config end to end")
     demo.add_argument("--root")
@@ -167,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("check", help="validate a config").add_argument("config")
     sub.add_parser("env", help="hardware/software report and recommendations")
     _bench_parser(sub)
+    _launch_parser(sub)
     return ap
 
 def _bench_parser(sub):
@@ -196,6 +213,7 @@ def _run_command(a:argparse.Namespace) -> int:
         return 0
     sets = _parse_sets(a.set)
     if a.cmd == "bench": return bench_cli(a, sets)
+    if a.cmd == "launch": return launch_cli(a)
     if a.cmd == "demo":
         sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
     cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)
@@ -212,3 +230,24 @@ def main(argv:list[str]|None=None) -> int:
     except BenchFailed as e:
         print(f"llm_nb: error: benchmark failed: {e}", file=sys.stderr)
         return 1
+
+# %% ../nbs/90_pipeline.ipynb #5a1c0e02
+def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
+              ) -> int:
+    "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print the launch command of each node."
+    from llm_nb.launch import launch_argv, shell_join, write_sbatch
+    world = ("launcher", "nnodes", "nproc_per_node", "gpus_per_node", "master_port")
+    sets = a.set + [f"launch.{k}={getattr(a, k)}" for k in world if getattr(a, k) is not None]
+    cfg = load_config(Path(a.config), **_parse_sets(sets))
+    if a.sbatch:
+        print(f"wrote {write_sbatch(cfg, a.config, a.sbatch, sets)}: submit it with `sbatch {a.sbatch}`")
+        return 0
+    multi = cfg.launch.nnodes > 1
+    if multi: print("# on each node, with NODE_RANK (0, 1, ...), MASTER_ADDR (node 0) and HOSTFILE (deepspeed) set:")
+    print(shell_join(launch_argv(cfg, Path(a.config).resolve(), "$NODE_RANK" if multi else 0,
+                                 "$MASTER_ADDR" if multi else "127.0.0.1", hostfile="$HOSTFILE" if multi else None,
+                                 sets=sets)))
+    return 0
+
+# %% ../nbs/90_pipeline.ipynb #5a1c0e05
+if __name__ == "__main__" and not in_ipython(): sys.exit(main())

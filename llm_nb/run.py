@@ -4,14 +4,15 @@
 
 # %% ../nbs/02_run.ipynb #fb825809
 from __future__ import annotations
-import functools, hashlib, json, time, datetime as dt
+import functools, hashlib, json, os, time, datetime as dt
 from pathlib import Path
 from fastcore.basics import patch
 from .config import Config, to_yaml, expand
 from .env import _version
 
 # %% auto #0
-__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'Run', 'timed_stage']
+__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'is_main_process', 'Run',
+           'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -59,6 +60,11 @@ def save_figure(fig, # a `matplotlib.figure.Figure`
     fig.savefig(path, dpi=dpi)
     return Path(path)
 
+# %% ../nbs/02_run.ipynb #r0a00002
+def is_main_process() -> bool:
+    "True in a single process, and in rank 0 of a launched job (`RANK` set by the launcher)."
+    return os.environ.get("RANK", "0") == "0"
+
 # %% ../nbs/02_run.ipynb #edbed878
 class Run:
     "A run folder: stage folders, `manifest.json` and `report.json`."
@@ -71,7 +77,7 @@ class Run:
     def create(cls, cfg:Config) -> "Run":
         "Open (or create) the folder `cfg.run.root/cfg.run.name` and save the config in it."
         run = cls(Path(cfg.run.root)/cfg.run.name, cfg)
-        (run.dir/"config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
+        if is_main_process(): (run.dir/"config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
         return run
 
 # %% ../nbs/02_run.ipynb #e8b3e8cb
@@ -92,7 +98,8 @@ VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate"
 
 @patch
 def _update(self:Run, name:str, stage:str, entry:dict):
-    "Set `stage` in the JSON file `name`, keeping other stages' entries; written atomically."
+    "Set `stage` in the JSON file `name`, keeping other stages' entries; written atomically, by rank 0 only."
+    if not is_main_process(): return
     p = self.dir/name
     data = json.loads(p.read_text()) if p.exists() else {}
     data.setdefault("stages", {})[stage] = entry

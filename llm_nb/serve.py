@@ -181,7 +181,7 @@ ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),
 
 def _more_loras(cfg, run) -> tuple[dict, int]:
     "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
-    out, rank = {}, cfg.lora.r
+    out, rank = {}, json.loads((run.dir/"train"/"adapter"/"adapter_config.json").read_text())["r"]
     for name, path in cfg.serve.lora_modules.items():
         conf = run.path(path)/"adapter_config.json"
         if not conf.exists(): raise ConfigError(f"serve.lora_modules.{name}: no LoRA adapter in {run.path(path)}")

@@ -3,7 +3,7 @@ during the serve_bench stage; every dashboard panel of those sources returns dat
 import json, shutil
 import pytest, yaml
 from llm_nb.config import load_config
-from llm_nb.monitor import panels_for, promtool
+from llm_nb.monitor import nvml_devices, panels_for, promtool
 from llm_nb.pipeline import run_serve_bench
 
 @pytest.fixture(scope="module")
@@ -12,13 +12,15 @@ def monitored(exported_run):
     assert shutil.which("prometheus") and shutil.which("promtool"), "Prometheus is missing: apt-get install prometheus"
     run = exported_run
     cfg = load_config(run.cfg.model_dump(), **{"monitor.prometheus": True, "monitor.scrape_interval": "1s",
+                                                "serve.engine": "llama_server",
                                                 "serve.compare": [], "bench.num_prompts": 16, "bench.output_len": 64})
     run_serve_bench(cfg, run)
     return run
 
 def test_every_panel_of_the_sources_that_ran_returns_data(monitored):
     panels = json.loads((monitored.dir/"monitor"/"panels.json").read_text())
-    assert {p["title"] for p in panels} == {t for t, _, _ in panels_for({"host", "llama_server"})}  # no NVML here
+    sources = {"host", "llama_server"} | ({"gpu"} if nvml_devices()[1] else set())  # GPU panels where NVML answers
+    assert {p["title"] for p in panels} == {t for t, _, _ in panels_for(sources)}
     assert all(p["series"] > 0 for p in panels), [p for p in panels if not p["series"]]
     assert monitored.report()["stages"]["monitor"]["empty_panels"] == []
 

@@ -2,7 +2,7 @@
 # The test command (README, .ci/run): notebooks are the source of truth, so check that
 #   1. llm_nb/ is exactly what nbdev_export makes of nbs/, and README.md what tools/readme.py makes of index.ipynb,
 #   2. notebooks are committed clean (nbdev_clean changes nothing),
-#   3. every notebook runs top to bottom in-process (nbdev_test; `#| gpu` cells skipped),
+#   3. every notebook runs top to bottom in-process (nbdev_test; `#| gpu` cells run only where torch sees a GPU),
 #   4. every notebook runs top to bottom in a real Jupyter kernel, as Run All does (tools/run_nbs.py: a kernel has
 #      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves),
 #   5. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
@@ -11,6 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
+export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-$HOME/.cache/llm_nb/torch_extensions}"  # DeepSpeed builds its CPU ops once
 export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
 passed=0
 failed=0
@@ -29,7 +30,10 @@ check "notebooks clean" clean_nbs
 # every notebook top to bottom; count per notebook
 nb_total=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' | wc -l)
 nb_log=$(mktemp)
-nbdev_test --n_workers 2 --do_print 2>&1 | tee "$nb_log"
+# `#| gpu` cells are skipped by nbdev_test (settings.ini tst_flags) unless asked for: ask where torch sees a GPU
+gpu_flags=()
+python -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null && gpu_flags=(--flags gpu)
+nbdev_test --n_workers 2 --do_print "${gpu_flags[@]}" 2>&1 | tee "$nb_log"
 nb_failed=$(awk '/nbdev Tests Failed On The Following Notebooks/{f=1;next} f && /\.ipynb/{n++} END{print n+0}' "$nb_log")
 if ! grep -q "^Success" "$nb_log" && [ "$nb_failed" -eq 0 ]; then nb_failed=$nb_total; fi
 passed=$((passed + nb_total - nb_failed)); failed=$((failed + nb_failed))
