@@ -158,9 +158,10 @@ def load_model(name_or_path:str, # a model folder or hub id
 
 # %% ../nbs/20_model.ipynb #73e89a9d
 def count_params(model) -> dict:
-    "Total and trainable parameter counts."
-    return dict(total=sum(p.numel() for p in model.parameters()),
-                trainable=sum(p.numel() for p in model.parameters() if p.requires_grad))
+    "Total and trainable parameter counts (whole sizes under DeepSpeed ZeRO-3, which leaves each rank a shard)."
+    n = lambda p: getattr(p, "ds_numel", p.numel())  # ZeRO-3 partitions a parameter: numel() is 0, ds_numel its size
+    return dict(total=sum(n(p) for p in model.parameters()),
+                trainable=sum(n(p) for p in model.parameters() if p.requires_grad))
 
 # %% ../nbs/20_model.ipynb #754edc01
 LORA_PRESETS = {  # per model family (`config.model_type`): the seed's table

@@ -10,7 +10,7 @@ import torch
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import,
     from transformers import Trainer, TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
 from .config import ConfigError
-from .run import save_figure, timed_stage
+from .run import is_main_process, save_figure, timed_stage
 from .zero import batch_plan, deepspeed_config, world_size
 
 # %% auto #0
@@ -51,8 +51,8 @@ def training_args(cfg, # the run's `Config`
         logging_steps=t.logging_steps, eval_strategy=ev, eval_steps=ev_n, save_strategy=save, save_steps=save_n,
         save_total_limit=t.save_total_limit, load_best_model_at_end=t.load_best_model_at_end,
         metric_for_best_model="eval_loss" if t.load_best_model_at_end else None,
-        bf16=prec == "bf16", fp16=prec == "fp16", gradient_checkpointing=t.gradient_checkpointing,
-        gradient_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
+        bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
+        activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
         torch_compile=t.torch_compile, deepspeed=ds, report_to="none", use_cpu=use_cpu,
         seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
 
@@ -289,7 +289,11 @@ def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
 def run_train(cfg, run, drill=None) -> dict:
     "Train a LoRA adapter on tokenize/train; save train/adapter, log.json, loss.png (rank 0), checkpoints."
     check_train(cfg)
-    out = run.stage_dir("train")
+    out, plan = run.stage_dir("train"), batch_plan(cfg, world_size())
+    if is_main_process():
+        note = f" ({plan['note']})" if plan["note"] else ""
+        print(f"train: {plan['world_size']} rank(s) × micro-batch {plan['micro_batch_per_device']} × grad_accum "
+              f"{plan['grad_accum']} = global batch {plan['train_batch_size']}{note}")
     trainer, res, events = fit(cfg, run, out, drill)
     ev = trainer.evaluate()
     save_adapter(trainer, out/"adapter")

@@ -81,9 +81,12 @@ def test_deepspeed_two_ranks_trains_and_saves_a_model_that_loads_and_matches(pre
     r = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(port), LLM_NB, "run", cfg,
                         "--stages", "train"], capture_output=True, text=True, env=ENV, timeout=1200)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    assert r.stdout.count("train: 2 rank(s) × micro-batch 4 × grad_accum 1 = global batch 8") == 1, r.stdout
     rep = json.loads((tmp_path/name/"report.json").read_text())["stages"]["train"]
     assert (rep["steps"], rep["world_size"]) == (6, 2), rep
     assert rep["last_loss"] < rep["first_loss"], rep
+    counted = json.loads((tmp_path/name/"model"/"model.json").read_text())  # by the model stage, on one process
+    assert (rep["params_total"], rep["params_trainable"]) == (counted["total"], counted["trainable"]), rep
     tuned, base = eval_losses(tmp_path/name)
     # the Trainer's eval loss on 2 ranks weights the 7 eval blocks slightly unevenly (padding to a multiple of the
     # ranks, then a truncated gather): 0.02 covers that, and is far below what training changed (> 0.3)

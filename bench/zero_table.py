@@ -1,0 +1,144 @@
+"""Benchmark (information, no target): the train stage on 2 CPU ranks as DDP (deepspeed.stage off), ZeRO-2, ZeRO-3
+and ZeRO-3 with optimizer + parameter offload: median steady-state step time and peak RSS per rank, vs DDP.
+
+One demo run (every stage before train done, `llm_nb.testing.run_until`) is copied per job; each job is
+`torchrun --nproc-per-node 2 --master-port <free> bench/zero_table.py --child CONFIG.yaml OUT`, i.e. exactly
+`llm_nb run CONFIG.yaml --stages train` (`llm_nb.pipeline.main`), except that the child adds a callback to the trainer
+the stage builds (patching `llm_nb.train._trainer`), recording when each optimizer step ends, and writes at exit its
+own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
+`--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
+LoRA as the stage does it, fp32. The jobs run interleaved `--repeat` times (D 2 3 3o D 2 ...); medians are reported.
+Exit status 1 if any job fails.
+
+    python bench/zero_table.py [--steps 12] [--warmup 3] [--repeat 1] [--hidden 256] [--layers 4]
+                               [--max-length 128] [--batch-size 4]
+"""
+import argparse, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
+from pathlib import Path
+
+JOBS = {"DDP": {"deepspeed.stage": "off"},
+        "ZeRO-2": {"deepspeed.stage": 2},
+        "ZeRO-3": {"deepspeed.stage": 3},
+        "ZeRO-3 + offload": {"deepspeed.stage": 3, "deepspeed.offload_optimizer": True,
+                             "deepspeed.offload_params": True}}
+
+def vm_hwm_mib() -> float:
+    "This process's peak resident set size (VmHWM), MiB."
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
+    return int(line.split()[1]) / 1024
+
+def child(cfg_path:str, out:str) -> int:
+    "One rank: the `llm_nb run CONFIG --stages train` command with a step timer; writes OUT/rank<R>.json at exit."
+    import atexit
+    import llm_nb.train as T
+    from transformers import TrainerCallback
+    rec = dict(rank=int(os.environ.get("RANK", "0")), begin=[], end=[], train_begin=[])
+    class StepTimer(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            rec["steps_per_epoch"] = len(kw["train_dataloader"]) // args.gradient_accumulation_steps
+            rec["train_begin"].append(time.perf_counter())
+        def on_step_begin(self, args, state, control, **kw): rec["begin"].append(time.perf_counter())
+        def on_step_end(self, args, state, control, **kw): rec["end"].append(time.perf_counter())
+    build = T._trainer
+    def timed_trainer(*a, **kw):
+        tr = build(*a, **kw)
+        tr.add_callback(StepTimer())
+        return tr
+    T._trainer = timed_trainer  # fit() looks `_trainer` up in the module at call time
+    def dump():
+        rec["peak_rss_mib"] = vm_hwm_mib()
+        Path(out, f"rank{rec['rank']}.json").write_text(json.dumps(rec))
+    atexit.register(dump)
+    from llm_nb.pipeline import main
+    return main(["run", cfg_path, "--stages", "train"])
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+def run_job(prepared, root:Path, name:str, overrides:dict, timeout:int) -> dict:
+    "Copy the prepared run, write its config, run the 2-rank job; wall time, per-rank records, the train report."
+    from llm_nb.config import load_config, to_yaml
+    shutil.copytree(prepared.dir, root/name)
+    data = load_config(prepared.cfg.model_dump(), **{"run.root": str(root), "run.name": name, **overrides})
+    (cfg := root/f"{name}.yaml").write_text(to_yaml(data))
+    (out := root/f"{name}.timing").mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_EXTENSIONS_DIR=os.environ.get(
+        "TORCH_EXTENSIONS_DIR", str(Path.home()/".cache"/"llm_nb"/"torch_extensions")))
+    argv = ["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), __file__, "--child", str(cfg),
+            str(out)]
+    t = time.perf_counter()
+    try: p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return dict(ok=False, why=f"timed out after {timeout}s", tail=str(e.stderr)[-3000:])
+    wall = time.perf_counter() - t
+    ranks = sorted((json.loads(f.read_text()) for f in out.glob("rank*.json")), key=lambda r: r["rank"])
+    if p.returncode != 0 or len(ranks) != 2:
+        return dict(ok=False, why=f"exit status {p.returncode}, {len(ranks)} rank records", tail=p.stderr[-3000:])
+    rep = json.loads((root/name/"report.json").read_text())["stages"]["train"]
+    return dict(ok=True, wall_s=wall, ranks=ranks, report=rep)
+
+def step_times(rec:dict, warmup:int) -> list:
+    "Intervals between consecutive step ends (the first from train begin), minus the first `warmup` and epoch ends."
+    t, n = rec["train_begin"][-1:] + rec["end"], rec["steps_per_epoch"]
+    return [b - a for i, (a, b) in enumerate(zip(t, t[1:])) if i >= warmup and i % n != n - 1]
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=12); ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1); ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4); ap.add_argument("--max-length", type=int, default=128)
+    ap.add_argument("--batch-size", type=int, default=4, help="micro-batch per rank")
+    ap.add_argument("--timeout", type=int, default=1200, help="seconds per job")
+    a = ap.parse_args()
+    if a.child: return child(*a.child)
+    from llm_nb.testing import run_until
+    t = time.perf_counter()
+    prepared = run_until("train", **{
+        "model.tiny.hidden_size": a.hidden, "model.tiny.intermediate_size": 2 * a.hidden,
+        "model.tiny.num_layers": a.layers, "tokenize.max_length": a.max_length,
+        "model.tiny.max_position_embeddings": max(512, a.max_length),
+        "train.batch_size": a.batch_size, "train.max_steps": a.steps, "train.logging_steps": 1, "train.save_steps": 0,
+        "train.eval_steps": 0, "train.resume": "no"})
+    print(f"prepared the run in {time.perf_counter() - t:.0f}s: hidden {a.hidden}, {a.layers} layers, "
+          f"{a.max_length} tokens x micro-batch {a.batch_size} per rank x 2 ranks, {a.steps} steps "
+          f"({a.warmup} warm-up dropped); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    res, failed = {k: [] for k in JOBS}, []
+    with tempfile.TemporaryDirectory() as root:
+        for r in range(a.repeat):
+            for name, ov in JOBS.items():
+                tag = f"{name.replace(' ', '').replace('+', '_')}_{r}"
+                j = run_job(prepared, Path(root), tag, ov, a.timeout)
+                if not j["ok"]:
+                    failed.append(name)
+                    print(f"{name} (round {r + 1}) FAILED: {j['why']}\n{j['tail']}", flush=True)
+                    continue
+                res[name].append(j)
+                st = step_times(j["ranks"][0], a.warmup)
+                rss = " / ".join(f"{x['peak_rss_mib']:.0f}" for x in j["ranks"])
+                print(f"round {r + 1} {name}: job {j['wall_s']:.0f}s, step {1000 * statistics.median(st):.0f} ms, "
+                      f"peak RSS {rss} MiB, load average "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+    rows = {}
+    for name, js in res.items():
+        if not js: continue
+        rows[name] = dict(step=statistics.median(sum((step_times(j["ranks"][0], a.warmup) for j in js), [])),
+                          rss=[statistics.median(j["ranks"][k]["peak_rss_mib"] for j in js) for k in (0, 1)],
+                          wall=statistics.median(j["wall_s"] for j in js), loss=js[-1]["report"]["last_loss"],
+                          eval=js[-1]["report"]["eval_loss"], steps=js[-1]["report"]["steps"])
+    d = rows.get("DDP")
+    print(f"\nmedians of {a.repeat} job(s) each; load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{'job':18}{'step (ms)':>10}{'vs DDP':>8}{'RSS r0 (MiB)':>14}{'RSS r1 (MiB)':>14}{'RSS vs DDP':>12}"
+          f"{'job (s)':>9}{'last loss':>11}{'eval loss':>11}")
+    for name, x in rows.items():
+        sr = f"{x['step'] / d['step']:.2f}x" if d else "-"
+        rr = f"{max(x['rss']) / max(d['rss']):.2f}x" if d else "-"
+        print(f"{name:18}{1000 * x['step']:10.0f}{sr:>8}{x['rss'][0]:14.0f}{x['rss'][1]:14.0f}{rr:>12}"
+              f"{x['wall']:9.0f}{x['loss']:11.4f}{x['eval']:11.4f}")
+    if failed: print(f"FAIL: job(s) failed: {', '.join(failed)}")
+    else: print("all jobs ran (no target: information only)")
+    return 1 if failed else 0
+
+if __name__ == "__main__": sys.exit(main())
