@@ -11,7 +11,7 @@ from .zero import batch_plan
 
 # %% auto #0
 __all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_argv',
-           'launch_argv', 'shell_join', 'sbatch_header', 'sbatch_body', 'sbatch_script', 'write_sbatch']
+           'launch_argv', 'shell_join', 'sbatch_header', 'sbatch_body', 'sbatch_script', 'write_sbatch', 'memory_line']
 
 # %% ../nbs/24_launch.ipynb #l0000007
 TRAIN_MODULE = "llm_nb.pipeline"  # `python -m llm_nb.pipeline ...` is the `llm_nb` command
@@ -171,3 +171,19 @@ def write_sbatch(cfg:Config, # the run's config, as loaded from `config` with `s
     log_dir.mkdir(parents=True, exist_ok=True)
     (path := Path(path)).write_text(sbatch_script(cfg, Path(config).resolve(), log_dir, sets))
     return path
+
+# %% ../nbs/24_launch.ipynb #l0000041
+def memory_line(cfg:Config # the run's config; its run folder's model/model.json has the parameter counts
+               ) -> str:
+    "One line: the memory estimate of training as `cfg.launch` runs it, or why there is none yet."
+    import json
+    from transformers import AutoConfig
+    from llm_nb.model import launch_memory
+    mj = Path(cfg.run.root)/cfg.run.name/"model"/"model.json"
+    if not mj.exists(): return f"memory: no estimate yet ({mj} is missing: run the model stage first)"
+    info = json.loads(mj.read_text())
+    if "params" not in info: return f"memory: no estimate ({info.get('lora_counts_skipped', 'no parameter counts')})"
+    conf = AutoConfig.from_pretrained(info["path"], trust_remote_code=cfg.model.trust_remote_code)
+    m = launch_memory(conf, dict(base=info["params"], trainable=info["trainable"], total=info["total"]), cfg)
+    return (f"memory: ~{m['gpu_gib']:.3g} GiB per rank (GPU), ~{m['cpu_gib']:.3g} GiB RAM per node for what is "
+            f"offloaded; not counted: {m['excludes']}")

@@ -235,10 +235,12 @@ def main(argv:list[str]|None=None) -> int:
 def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
               ) -> int:
     "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print the launch command of each node."
-    from llm_nb.launch import launch_argv, shell_join, write_sbatch
+    from llm_nb.launch import check_world, launch_argv, memory_line, shell_join, write_sbatch
     world = ("launcher", "nnodes", "nproc_per_node", "gpus_per_node", "master_port")
     sets = a.set + [f"launch.{k}={getattr(a, k)}" for k in world if getattr(a, k) is not None]
     cfg = load_config(Path(a.config), **_parse_sets(sets))
+    check_world(cfg)
+    print(memory_line(cfg))
     if a.sbatch:
         print(f"wrote {write_sbatch(cfg, a.config, a.sbatch, sets)}: submit it with `sbatch {a.sbatch}`")
         return 0
