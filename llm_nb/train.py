@@ -157,9 +157,9 @@ class GuardedTrainer(Trainer):
         self.nan_policy, self.lr_scale, self.nan_events, self._skip = nan_policy, lr_scale, [], False
 
     def compute_loss(self, model, inputs, *a, **kw):
-        "The loss; a non-finite one raises `NanLoss` (stop, rollback) or is replaced by a zero-gradient loss (skip)."
+        "The loss; a non-finite training loss raises `NanLoss` (stop, rollback) or gives a zero gradient (skip)."
         loss = super().compute_loss(model, inputs, *a, **kw)
-        if all_finite(loss[0] if isinstance(loss, tuple) else loss): return loss
+        if not model.training or all_finite(loss[0] if isinstance(loss, tuple) else loss): return loss  # eval: as is
         step, value = self.state.global_step + 1, float((loss[0] if isinstance(loss, tuple) else loss).detach())
         self.nan_events.append(dict(step=step, loss=str(value), action=self.nan_policy))
         if self.nan_policy != "skip": raise NanLoss(step, value)
