@@ -168,8 +168,9 @@ class GuardedTrainer(Trainer):
         return (zero, loss[1]) if isinstance(loss, tuple) else zero
 
     def create_optimizer(self, model=None):
-        "The Trainer's optimizer; under the skip policy its `step` does nothing once after a skipped loss."
+        "The Trainer's optimizer at the scaled rate; under the skip policy, no `step` right after a skipped loss."
         opt = super().create_optimizer(model)
+        for g in getattr(opt, "param_groups", []): g["lr"] *= self.lr_scale  # back to the start: the schedule follows
         if self.nan_policy != "skip": return opt  # (check_train refuses skip under DeepSpeed: its engine steps)
         step = opt.step
         def guarded_step(*a, **kw):
