@@ -223,7 +223,7 @@ def _trainer(cfg, run, out:Path, lr_scale:float=1.0) -> GuardedTrainer:
 def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder
     "Remove every `checkpoint-*` folder in `folder` (rank 0 only); returns their names."
     gone = [p.name for p in sum(complete_checkpoints(folder), [])]
-    if os.environ.get("RANK", "0") != "0" or not gone: return []
+    if not is_main_process() or not gone: return []
     for name in gone: shutil.rmtree(Path(folder)/name)
     print(f"train: starting fresh: removed {len(gone)} earlier checkpoint(s) in {folder}")
     return gone
