@@ -64,8 +64,7 @@ def run_job(prepared, root:Path, name:str, overrides:dict, timeout:int) -> dict:
     data = load_config(prepared.cfg.model_dump(), **{"run.root": str(root), "run.name": name, **overrides})
     (cfg := root/f"{name}.yaml").write_text(to_yaml(data))
     (out := root/f"{name}.timing").mkdir()
-    env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_EXTENSIONS_DIR=os.environ.get(
-        "TORCH_EXTENSIONS_DIR", str(Path.home()/".cache"/"llm_nb"/"torch_extensions")))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
     argv = ["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), __file__, "--child", str(cfg),
             str(out)]
     t = time.perf_counter()

@@ -11,7 +11,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline trans
     from transformers import Trainer, TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
 from .config import ConfigError
 from .run import is_main_process, save_figure, timed_stage
-from .zero import batch_plan, deepspeed_config, world_size
+from .zero import batch_plan, clear_stale_locks, deepspeed_config, world_size
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'precision', 'training_args', 'check_train', 'train_fingerprint', 'CheckpointMarker',
@@ -193,6 +193,7 @@ def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather 
     import deepspeed
     for k, v in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="29511").items():
         os.environ.setdefault(k, v)  # a launcher sets them all; a notebook sets none
+    if os.environ["LOCAL_RANK"] == "0": clear_stale_locks()  # one process per machine, before any op is built
     deepspeed.init_distributed(dist_backend="gloo" if use_cpu else "nccl")
 
 # %% ../nbs/23_train.ipynb #98542d0f

@@ -4,12 +4,13 @@
 
 # %% ../nbs/22_zero.ipynb #z0000005
 from __future__ import annotations
-import copy, json, os
+import copy, json, os, time
 from pathlib import Path
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['FP16_LOSS_SCALING', 'batch_plan', 'world_size', 'check_deepspeed', 'deepspeed_config', 'write_deepspeed_config']
+__all__ = ['FP16_LOSS_SCALING', 'batch_plan', 'world_size', 'check_deepspeed', 'deepspeed_config', 'write_deepspeed_config',
+           'build_locks', 'clear_stale_locks']
 
 # %% ../nbs/22_zero.ipynb #z0000007
 def batch_plan(cfg, # the run's `Config`
@@ -103,3 +104,28 @@ def write_deepspeed_config(cfg, # the run's `Config`
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(ds, indent=2))
     return Path(path)
+
+# %% ../nbs/22_zero.ipynb #z000001e
+def build_locks(root:Path|None=None # the extension build folder; `TORCH_EXTENSIONS_DIR` or torch's default
+               ) -> list[Path]:
+    "The `lock` files in torch's extension build folder, one per op being built (or whose build was killed)."
+    from torch.utils.cpp_extension import get_default_build_root
+    root = Path(root or os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    return sorted({*root.glob("*/lock"), *root.glob("*/*/lock")})  # <root>/<op>/lock, or <root>/py3X_cpu/<op>/lock
+
+# %% ../nbs/22_zero.ipynb #z0000021
+def clear_stale_locks(root:Path|None=None, # the extension build folder; `TORCH_EXTENSIONS_DIR` or torch's default
+                      older_than_s:float=1800 # a lock older than this was left by a killed build
+                     ) -> list[Path]:
+    "Remove build locks older than `older_than_s` (DeepSpeed would wait on them forever), name younger ones; the removed."
+    gone = []
+    for p in build_locks(root):
+        try: age = time.time() - p.stat().st_mtime
+        except FileNotFoundError: continue  # its build just finished
+        if age > older_than_s:
+            p.unlink(missing_ok=True)
+            gone.append(p)
+            print(f"deepspeed: removed {p}, {age/60:.0f} min old: a build of this op was killed; it is rebuilt now")
+        else: print(f"deepspeed: {p} is {age/60:.0f} min old: another job is building this op, or a build was killed;"
+                    f" DeepSpeed waits until the file is gone, so delete it if nothing is building")
+    return gone

@@ -11,7 +11,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
-export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-$HOME/.cache/llm_nb/torch_extensions}"  # DeepSpeed builds its CPU ops once
+# DeepSpeed builds its CPU ops once per venv (the build is tied to the venv's torch and paths), here, where no other
+# checkout's run can hold a lock; a lock left by a killed earlier run of this checkout would hold DeepSpeed forever
+if [ -z "${TORCH_EXTENSIONS_DIR:-}" ]; then
+  export TORCH_EXTENSIONS_DIR="$(python -c 'import sys; print(sys.prefix)')/torch_extensions"
+  find "$TORCH_EXTENSIONS_DIR" -name lock -delete 2>/dev/null
+fi
 export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
 passed=0
 failed=0
