@@ -27,26 +27,30 @@ def sensitive_words(n:int, seed:int=0) -> list[str]:
     while len(words) < n: words.append("".join(chr(r.randint(0x4E00, 0x9FA5)) for _ in range(r.randint(3, 4))))
     return words
 
-def make_input(out:Path, scale:int=20, threads:int=2, csv:Path=CSV) -> dict:
+def make_input(out:Path, scale:int=20, threads:int=2, csv:Path=CSV, distinct:bool=False) -> dict:
     """Copy 0 is the corpus as is; copy k>0 perturbs each review deterministically: 1/5 get a character inserted
     (near duplicates), 1/20 a phone number, 1/50 an email, 1/100 a sensitive word, 1/10 extra spaces and a CRLF
-    (exact duplicates after normalization); the rest are exact copies."""
+    (exact duplicates after normalization); the rest are exact copies. With `distinct`, copy k>0 of review i is
+    instead review i followed by another review chosen by (i, k): nearly every row is distinct, and few are near."""
     out.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config=dict(threads=threads))
     con.execute("SET enable_progress_bar = false")
     con.execute(f"""COPY (
       WITH src AS (SELECT row_number() OVER () AS i, coalesce(review, '') AS review FROM read_csv('{csv}', header=true, all_varchar=true)),
-      x AS (SELECT i, k, review, hash(i * 1000003 + k) % 100 AS h FROM src, range({scale}) t(k))
-      SELECT CASE WHEN k = 0 THEN review
-                  WHEN h < 20 THEN substr(review, 1, length(review) // 2) || '的' || substr(review, length(review) // 2 + 1)
-                  WHEN h < 25 THEN review || ' 电话1' || (3 + h % 7)::VARCHAR || lpad(((i * 7919 + k) % 1000000000)::VARCHAR, 9, '0')
-                  WHEN h < 27 THEN review || ' 邮箱 user' || i::VARCHAR || '@example.com'
-                  WHEN h = 27 THEN review || ' 代开发票'
-                  WHEN h < 38 THEN '  ' || replace(review, '，', ' ，  ') || chr(13) || chr(10)
-                  ELSE review END AS text,
-             'shop' AS source, 'shop_x{scale}.csv' AS file, (k * 100000 + i)::BIGINT AS line,
+      x AS (SELECT i, k, review, hash(i * 1000003 + k) % 100 AS h,
+                   1 + (i * 7919 + k * 104729) % (SELECT count(*) FROM src) AS other FROM src, range({scale}) t(k))
+      SELECT CASE WHEN k = 0 THEN x.review
+                  WHEN {distinct} THEN x.review || ' ' || o.review
+                  WHEN h < 20 THEN substr(x.review, 1, length(x.review) // 2) || '的' || substr(x.review, length(x.review) // 2 + 1)
+                  WHEN h < 25 THEN x.review || ' 电话1' || (3 + h % 7)::VARCHAR || lpad(((x.i * 7919 + k) % 1000000000)::VARCHAR, 9, '0')
+                  WHEN h < 27 THEN x.review || ' 邮箱 user' || x.i::VARCHAR || '@example.com'
+                  WHEN h = 27 THEN x.review || ' 代开发票'
+                  WHEN h < 38 THEN '  ' || replace(x.review, '，', ' ，  ') || chr(13) || chr(10)
+                  ELSE x.review END AS text,
+             'shop' AS source, 'shop_x{scale}.csv' AS file, (k * 100000 + x.i)::BIGINT AS line,
              TIMESTAMPTZ '2026-01-01 00:00:00+00' AS ingest_time, '{{}}' AS meta
-      FROM x ORDER BY k, i) TO '{out}' (FORMAT parquet, ROW_GROUP_SIZE 100000)""")
+      FROM x LEFT JOIN src o ON {distinct} AND o.i = x.other
+      ORDER BY k, x.i) TO '{out}' (FORMAT parquet, ROW_GROUP_SIZE 100000)""")
     rows, chars = con.execute(f"SELECT count(*), sum(strlen(text)) FROM read_parquet('{out}')").fetchone()
     return dict(rows=rows, text_bytes=chars, file_bytes=out.stat().st_size)
 
@@ -65,9 +69,10 @@ def run_measured(code:str, *args) -> dict:
     res = json.loads(p.stdout.split("RESULT", 1)[1].split("\nPEAK", 1)[0])
     return dict(wall_s=wall, rss_mib=float(p.stdout.rsplit("PEAK", 1)[1]), result=res)
 
-def make_input_in_child(out, scale:int, csv:Path=CSV) -> dict:
+def make_input_in_child(out, scale:int, csv:Path=CSV, distinct:bool=False) -> dict:
     "`make_input` in a subprocess, so this process stays small (its children start from its image)."
     import subprocess, json
     code = (f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); from _data import make_input; "
-            f"from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale}, csv=Path({str(csv)!r}))))")
+            f"from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale}, csv=Path({str(csv)!r}), "
+            f"distinct={distinct})))")
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])

@@ -5,7 +5,9 @@ Job (both sides, same input Parquet = an ingest part built from the review corpu
 texts with a sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and
 rejected rows (exact duplicates without their text, which is the kept copy's).
 Each side runs in its own subprocess; wall time and the child's own peak RSS (VmHWM) are measured side by side.
-Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat).
+Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat); llm_nb with its
+default config (quality filters and near dedup on, which pandas does not do); and the DuckDB floor: the bare
+normalize + md5 + count(DISTINCT) over the same file (target: llm_nb's exact-only clean <= 2x the floor).
 
     python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB] [--data CSV]
 
@@ -21,13 +23,24 @@ import json, sys
 from llm_nb.config import load_config
 from llm_nb.run import Run
 from llm_nb.clean import run_clean
-root, words, mem = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words, "clean.near_dedup": False,
-                           "clean.min_chars": 1, "clean.max_symbol_ratio": 1, "clean.max_digit_ratio": 1,
-                           "clean.max_dup_line_ratio": 1, "clean.memory_limit": mem, "clean.threads": 2})
+root, words, mem, job = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+exact_only = {"clean.near_dedup": False, "clean.min_chars": 1, "clean.max_symbol_ratio": 1, "clean.max_digit_ratio": 1,
+              "clean.max_dup_line_ratio": 1}  # the job pandas does too
+cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words,
+                           "clean.memory_limit": mem, "clean.threads": 2, **(exact_only if job == "exact" else {})})
 c = run_clean(cfg, Run(cfg.run.root + "/bench", cfg))
 print("RESULT", json.dumps(dict(rows_out=c["rows_out"], exact_dup=c["rejected"].get("exact_dup", 0),
-                                sensitive=c["rejected"].get("sensitive", 0), pii=c["pii"])))
+                                sensitive=c["rejected"].get("sensitive", 0), near_dup=c["rejected"].get("near_dup", 0),
+                                pii=c["pii"])))
+'''
+
+FLOOR = r'''
+import json, sys, duckdb
+from llm_nb.clean import normalize_sql
+root, mem = sys.argv[1], sys.argv[2]
+con = duckdb.connect(config=dict(memory_limit=mem, threads=2))
+n = con.execute(f"SELECT count(DISTINCT md5({normalize_sql('text')})) FROM read_parquet('{root}/bench/ingest/parts/input.parquet')").fetchall()[0][0]
+print("RESULT", json.dumps(dict(distinct=n)))
 '''
 
 PANDAS = r'''
@@ -69,13 +82,15 @@ def main():
         info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
         print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.0f} MiB of text, {info['file_bytes']/2**20:.0f} MiB Parquet (×{a.scale})")
         w50, w2000 = json.dumps(sensitive_words(50)), json.dumps(sensitive_words(2000))
-        runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": []}
+        runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": [], "llm_nb_default": [], "duckdb_floor": []}
         for _ in range(a.repeat):  # alternate the sides so load changes on the machine hit both
             runs["pandas"].append(run_measured(PANDAS, root, w50))
-            runs["llm_nb"].append(run_measured(LLM_NB, root, w50, a.memory_limit))
-            runs["llm_nb_2000"].append(run_measured(LLM_NB, root, w2000, a.memory_limit))
+            runs["llm_nb"].append(run_measured(LLM_NB, root, w50, a.memory_limit, "exact"))
+            runs["llm_nb_2000"].append(run_measured(LLM_NB, root, w2000, a.memory_limit, "exact"))
+            runs["llm_nb_default"].append(run_measured(LLM_NB, root, w50, a.memory_limit, "default"))
+            runs["duckdb_floor"].append(run_measured(FLOOR, root, a.memory_limit))
     med = lambda xs: sorted(xs)[len(xs) // 2]
-    pd_, nb, nb2k = ({**r[0], "wall_s": med([x["wall_s"] for x in r]), "rss_mib": med([x["rss_mib"] for x in r])} for r in runs.values())
+    pd_, nb, nb2k, nbd, floor = ({**r[0], "wall_s": med([x["wall_s"] for x in r]), "rss_mib": med([x["rss_mib"] for x in r])} for r in runs.values())
     print("wall times (s): " + "; ".join(f"{k} " + ", ".join(f"{x['wall_s']:.1f}" for x in v) for k, v in runs.items()))
     same = {k: nb["result"][k] == pd_["result"][k] for k in ("rows_out", "exact_dup", "sensitive", "pii")}
     print(f"\nmedians of {a.repeat} runs\n{'':28}{'pandas':>12}{'llm_nb':>12}{'ratio':>10}")
@@ -86,6 +101,12 @@ def main():
     print(f"{'pii':28}{json.dumps(pd_['result']['pii'])}\n{'':28}{json.dumps(nb['result']['pii'])}")
     print(f"results identical: {same}")
     print(f"llm_nb with 2,000 sensitive words: {nb2k['wall_s']:.1f}s vs {nb['wall_s']:.1f}s with 50 ({nb2k['wall_s'] / nb['wall_s']:.2f}x)")
-    print(f"targets: >=5x faster: {pd_['wall_s'] / nb['wall_s'] >= 5}; <=0.5x peak RSS: {nb['rss_mib'] / pd_['rss_mib'] <= 0.5}")
+    print(f"llm_nb, default config (filters + near dedup on): {nbd['wall_s']:.1f}s, peak RSS {nbd['rss_mib']:,.0f} MiB, "
+          f"rows out {nbd['result']['rows_out']:,} (near_dup {nbd['result']['near_dup']:,}); "
+          f"{pd_['wall_s'] / nbd['wall_s']:.1f}x faster than pandas doing less")
+    print(f"DuckDB floor (normalize + md5 + count DISTINCT): {floor['wall_s']:.1f}s ({floor['result']['distinct']:,} distinct); "
+          f"llm_nb exact-only / floor = {nb['wall_s'] / floor['wall_s']:.2f}x, default / floor = {nbd['wall_s'] / floor['wall_s']:.2f}x")
+    print(f"targets: >=5x faster: {pd_['wall_s'] / nb['wall_s'] >= 5}; <=0.5x peak RSS: {nb['rss_mib'] / pd_['rss_mib'] <= 0.5}; "
+          f"exact-only <= 2x the floor: {nb['wall_s'] / floor['wall_s'] <= 2}")
 
 if __name__ == "__main__": main()

@@ -7,14 +7,17 @@ from __future__ import annotations
 import importlib, json, re, threading
 from pathlib import Path
 import duckdb
+import numpy as np
+from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
 from .run import save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES',
-           'WORDS_PER_PATTERN', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS', 'OUT_COLS', 'LENGTH_EDGES',
-           'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
-           'placeholder', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
-           'quality_sql', 'shingles', 'near_duplicates', 'connect', 'clean_stats', 'plot_stats', 'run_clean']
+           'WORDS_PER_PATTERN', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
+           'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'OUTPUTS', 'add_nfkc',
+           'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql', 'sensitive_words',
+           'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'near_lsh', 'connect', 'clean_stats',
+           'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -180,38 +183,14 @@ def quality_sql(ccfg, # the `clean` config section (thresholds)
     if ccfg.max_dup_line_ratio < 1: out.append(("repeated_lines", f"{repeated} > {ccfg.max_dup_line_ratio}"))
     return out
 
-# %% ../nbs/11_clean.ipynb #e6e5e16e
-def shingles(text:str, # the text
-             n:int=3 # characters per n-gram
-            ) -> set[bytes]:
-    "Character n-grams of `text` (the text itself when shorter)."
-    return {text[i:i + n].encode() for i in range(max(len(text) - n + 1, 1))}
-
 # %% ../nbs/11_clean.ipynb #b3c65144
-# LSH's bands give an S-curve, not a step: pairs just above its threshold are often not candidates. Asking it for
-# pairs this much less similar makes those near-certain candidates; the MinHash estimate then drops the extra ones
+# LSH is set this much below `clean.near_threshold`, so that pairs above it are near-certain candidates
 LSH_MARGIN = 0.15
 LSH_MIN_THRESHOLD = 0.05  # the lowest threshold LSH is asked for, when the asked one is below the margin
 
-def near_duplicates(rows, # iterable of (key, text) in keep-first order
-                    threshold:float=0.8, # estimated Jaccard similarity from which a row is a near duplicate
-                    n:int=3, # characters per n-gram
-                    num_perm:int=128, # MinHash permutations
-                    seed:int=0 # MinHash seed
-                   ) -> dict:
-    "{key of a near duplicate: key of the earlier row it duplicates}."
-    from datasketch import MinHash, MinHashLSH
-    lsh, kept, dups = MinHashLSH(threshold=max(threshold - LSH_MARGIN, LSH_MIN_THRESHOLD), num_perm=num_perm), {}, {}
-    for key, text in rows:
-        m = MinHash(num_perm=num_perm, seed=seed)
-        m.update_batch(list(shingles(text, n)))
-        best = max(((kept[h].jaccard(m), h) for h in lsh.query(m)), default=(0, None))
-        if best[0] >= threshold:
-            dups[key] = best[1]
-        else:
-            lsh.insert(key, m)
-            kept[key] = m
-    return dups
+def near_lsh(ccfg) -> tuple[int, int]: # the `clean` config section
+    "(bands, values per band) of the LSH for `clean.near_threshold` and `clean.num_perm`."
+    return lsh_params(max(ccfg.near_threshold - LSH_MARGIN, LSH_MIN_THRESHOLD), ccfg.num_perm)
 
 # %% ../nbs/11_clean.ipynb #29050808
 def connect(ccfg, # the `clean` config section (memory_limit, threads, temp_dir)
@@ -296,21 +275,115 @@ def _spilled_bytes(con) -> int:
     return con.execute("SELECT coalesce(sum(size), 0) FROM duckdb_temporary_files()").fetchone()[0]
 
 # %% ../nbs/11_clean.ipynb #65a401e8
-FETCH_ROWS = 10_000  # rows fetched from DuckDB at a time for near dedup: Python holds one batch of texts
+FETCH_ROWS = 50_000  # rows per batch of near dedup (Python holds one batch of texts and signatures) ...
+FETCH_CHARS = 1_000_000  # ... and at most this many characters (a batch's n-gram arrays: ~50 bytes per character)
 
-def _near_pass(con, ccfg, seed:int) -> dict:
-    "Near duplicates among the rows that passed everything so far, visited in (file, line) order."
-    cur = con.execute("SELECT file || ':' || line AS k, text FROM judged WHERE reason IS NULL ORDER BY file, line")
-    def rows():
-        "The rows of `cur`, FETCH_ROWS at a time."
-        while batch := cur.fetchmany(FETCH_ROWS): yield from batch
-    return near_duplicates(rows(), ccfg.near_threshold, ccfg.ngram, ccfg.num_perm, seed)
+def _near_rows(con) -> int:
+    "Temp table `near_rows` (rid, k, text, batch): the rows still in, numbered in (file, line) order; their count."
+    con.execute(f"""CREATE TEMP TABLE near_rows AS
+        SELECT rid, k, text, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch FROM (
+          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, text,
+                 sum(length(text)) OVER w AS cum_chars
+          FROM judged WHERE reason IS NULL WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
+    return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
 
-def _near_dedup(con, ccfg, seed:int):
-    "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates, when near dedup is on."
-    near = _near_pass(con, ccfg, seed) if ccfg.near_dedup else {}
-    con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
-    if near: con.executemany("INSERT INTO near_dups VALUES (?, ?)", list(near.items()))
+# %% ../nbs/11_clean.ipynb #n0000001
+def _append_signatures(con, rid0:int, # the batch's first rid
+                       sig:np.ndarray, keys:np.ndarray): # its signatures and band keys
+    "Append a batch's signatures to `near_sigs` and its band keys to `near_bands`."
+    import pyarrow as pa
+    (rows, perms), bands = sig.shape, keys.shape[1]
+    rid = np.arange(rid0, rid0 + rows, dtype=np.uint64)
+    blob = pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * perms), rows, [None, pa.py_buffer(sig.tobytes())])
+    con.register("_sigs", pa.table({"rid": rid, "sig": blob}))
+    con.register("_bands", pa.table({"band": np.tile(np.arange(bands, dtype=np.uint16), rows),
+                                     "key": keys.ravel(), "rid": np.repeat(rid, bands)}))
+    con.execute("INSERT INTO near_sigs SELECT rid, sig::BLOB FROM _sigs")
+    con.execute("INSERT INTO near_bands SELECT * FROM _bands")
+    con.unregister("_sigs")
+    con.unregister("_bands")
+
+def _near_signatures(con, ccfg, seed:int) -> None:
+    "Temp tables `near_sigs` (rid, sig) and `near_bands` (band, key, rid) for every row of `near_rows`."
+    con.execute("CREATE TEMP TABLE near_sigs (rid UBIGINT, sig BLOB)")
+    con.execute("CREATE TEMP TABLE near_bands (band USMALLINT, key UBIGINT, rid UBIGINT)")
+    b, r = near_lsh(ccfg)
+    for (batch,) in con.execute("SELECT DISTINCT batch FROM near_rows ORDER BY batch").fetchall():
+        rid0, texts = con.execute("SELECT min(rid), list(text ORDER BY rid) FROM near_rows WHERE batch = ?",
+                                  [batch]).fetchall()[0]
+        sig = signatures(texts, ccfg.ngram, ccfg.num_perm, seed, int(ccfg.threads))
+        _append_signatures(con, rid0, sig, band_keys(sig, b, r))
+
+# %% ../nbs/11_clean.ipynb #n0000004
+VERIFY_CHARS = 1_000_000  # candidates verified at a time: their texts' characters + num_perm per pair, about
+
+def _signature_matrix(blobs:np.ndarray, perms:int) -> np.ndarray:
+    "The (rows, perms) uint32 matrix of an array of signature blobs."
+    return np.frombuffer(b"".join(blobs), np.uint32).reshape(len(blobs), perms)
+
+def _verify(t:dict, ccfg) -> tuple[np.ndarray, np.ndarray]:
+    "(similarity, kept) of a chunk of candidates {j, i, si, sj, ti, tj}: exact where the estimate is near enough."
+    est = (_signature_matrix(t["si"], ccfg.num_perm) == _signature_matrix(t["sj"], ccfg.num_perm)).mean(1)
+    sim = np.zeros(len(est))
+    close = est >= ccfg.near_threshold - LSH_MARGIN
+    sim[close] = jaccard(list(t["ti"][close]), list(t["tj"][close]), ccfg.ngram)
+    return sim, sim >= ccfg.near_threshold
+
+# %% ../nbs/11_clean.ipynb #n000000d
+def _near_pairs(con, ccfg) -> int:
+    "Temp table `near_pairs` (j, i, sim, chunk): candidates whose similarity reaches the threshold; candidates."
+    # chunks of about VERIFY_CHARS, each j whole (a window ordered by j sums its peers together)
+    con.execute(f"""CREATE TEMP TABLE near_cands AS
+        SELECT i, j, (sum(w) OVER (ORDER BY j) - 1) // {VERIFY_CHARS} AS chunk FROM (
+          SELECT c.i, c.j, length(ri.text) + length(rj.text) + {ccfg.num_perm} AS w FROM (
+            SELECT DISTINCT x.rid AS i, y.rid AS j FROM near_bands x JOIN near_bands y
+            ON x.band = y.band AND x.key = y.key AND x.rid < y.rid) c
+          JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j) ORDER BY chunk""")
+    con.execute("CREATE TEMP TABLE near_pairs (j UBIGINT, i UBIGINT, sim DOUBLE, chunk BIGINT)")
+    cands, chunks = con.execute("SELECT count(*), coalesce(max(chunk) + 1, 0) FROM near_cands").fetchall()[0]
+    for chunk in range(chunks):
+        t = con.execute("""SELECT c.j, c.i, si.sig AS si, sj.sig AS sj, ri.text AS ti, rj.text AS tj
+                           FROM near_cands c JOIN near_sigs si ON si.rid = c.i JOIN near_sigs sj ON sj.rid = c.j
+                           JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j
+                           WHERE c.chunk = ?""", [chunk]).fetchnumpy()
+        sim, keep = _verify(t, ccfg)
+        con.register("_pairs", {"j": t["j"][keep], "i": t["i"][keep], "sim": sim[keep]})
+        con.execute("INSERT INTO near_pairs SELECT j, i, sim, ? FROM _pairs", [chunk])
+        con.unregister("_pairs")
+    return cands
+
+# %% ../nbs/11_clean.ipynb #n0000007
+def _sorted_pairs(con):
+    "The rows of `near_pairs` as (j, i, sim), sorted by j, similarity descending, i; a chunk at a time."
+    for (chunk,) in con.execute("SELECT DISTINCT chunk FROM near_pairs ORDER BY chunk").fetchall():
+        t = con.execute("SELECT j, i, sim FROM near_pairs WHERE chunk = ? ORDER BY j, sim DESC, i", [chunk])
+        t = t.fetchnumpy()
+        yield from zip(t["j"].tolist(), t["i"].tolist(), t["sim"].tolist())
+
+def _near_dups(con, n:int) -> int:
+    "Temp table `near_dups` (k, dup_of) by the keep-first rule over `near_pairs`; its row count."
+    dups = np.array(list(keep_first(_sorted_pairs(con), n)), np.uint64).reshape(-1, 2)
+    con.register("_dups", {"j": dups[:, 0], "i": dups[:, 1]})
+    con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.k, b.k AS dup_of FROM _dups d
+                   JOIN near_rows a ON a.rid = d.j JOIN near_rows b ON b.rid = d.i""")
+    con.unregister("_dups")
+    for t in ("near_cands", "near_pairs", "near_bands", "near_sigs"): con.execute(f"DROP TABLE {t}")
+    return len(dups)
+
+# %% ../nbs/11_clean.ipynb #n000000a
+def _near_dedup(con, ccfg, seed:int) -> dict:
+    "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
+    if not ccfg.near_dedup:
+        con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
+        return dict(on=False)
+    n = _near_rows(con)
+    _near_signatures(con, ccfg, seed)
+    cands = _near_pairs(con, ccfg)
+    pairs = con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0]
+    b, r = near_lsh(ccfg)
+    res = dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
+    con.execute("DROP TABLE near_rows")
+    return res
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
 OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the view `judged`)
@@ -421,9 +494,9 @@ def plot_stats(stats:dict, # from `clean_stats`
 # %% ../nbs/11_clean.ipynb #2ff22929
 OUTPUTS = ["clean.parquet", "rejected.parquet", "stats.json", "stats.png"]  # what the stage writes in clean/
 
-def _write_stats(con, ccfg, out:Path) -> dict:
-    "clean/stats.json and clean/stats.png; prints a summary and fails when kept + rejected rows != rows in."
-    stats = clean_stats(con, out/"clean.parquet", out/"rejected.parquet", ccfg)
+def _write_stats(con, ccfg, out:Path, engine:dict) -> dict:
+    "clean/stats.json (with `engine`: what ran, on how many workers) and clean/stats.png; fails if rows went missing."
+    stats = dict(clean_stats(con, out/"clean.parquet", out/"rejected.parquet", ccfg), engine=engine)
     (out/"stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False))
     plot_stats(stats, out/"stats.png")
     c = stats["counts"]
@@ -436,7 +509,7 @@ def _record(run, con, stats:dict, spilled:int) -> dict:
     "The stage's counts, recorded in the run's manifest and report."
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     res = dict(stats["counts"], rejected=stats["rejected"], pii=stats["pii"], sensitive_hits=stats["sensitive_hits"],
-               duckdb_memory_limit=memory_limit, spilled_bytes=spilled)
+               duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     out = run.dir/"clean"
     run.record("clean", inputs=[run.dir/"ingest"/"parts"], outputs=[out/f for f in OUTPUTS], counts=res)
     return res
@@ -454,7 +527,7 @@ def run_clean(cfg, # the run's config (`cfg.clean` for this stage)
     _score_rows(con, cc, sensitive_words(cc, run), str(run.dir/"ingest"/"parts"/"*.parquet"))
     _exact_dedup(con)
     spilled = _spilled_bytes(con)
-    _near_dedup(con, cc, cfg.run.seed)
+    engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
     _write_clean(con, out/"clean.parquet")
     _write_rejected(con, out/"rejected.parquet")
-    return _record(run, con, _write_stats(con, cc, out), spilled)
+    return _record(run, con, _write_stats(con, cc, out, engine), spilled)

@@ -96,7 +96,7 @@ class CleanCfg(Section):
     max_symbol_ratio: float = Field(0.3, ge=0, le=1)
     max_digit_ratio: float = Field(0.5, ge=0, le=1)  # share of digits (1 = off)
     max_dup_line_ratio: float = Field(0.3, ge=0, le=1)  # share of non-empty lines repeated within the text (1 = off)
-    near_dedup: bool = True  # MinHash + LSH near-duplicate removal (datasketch)
+    near_dedup: bool = True  # MinHash + LSH near-duplicate removal (llm_nb.minhash), pairs verified exactly
     near_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard similarity of character n-grams
     # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
     ngram: int = Field(5, gt=0)

@@ -1,0 +1,139 @@
+"""Benchmark: the clean stage's near-dedup pass, llm_nb.minhash (numpy, DuckDB tables) vs the datasketch pass it
+replaced, on the same rows, in one run; and both against exact Jaccard similarity.
+
+Input: the review corpus online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part.
+Each side runs in its own subprocess: the clean stage's pass 1 and exact dedup (the same code for both), then its
+near-dedup pass, timed alone; wall time, the child's own peak RSS (VmHWM) and the pairs it found are compared.
+
+  * speed: the datasketch pass's seconds / the new pass's seconds (target >= 10x at SCALE 4);
+  * agreement: duplicates both found, found by one only;
+  * precision: the share of (duplicate, kept row) pairs whose exact n-gram Jaccard reaches the threshold;
+  * recall on a sample: SAMPLE rows drawn at random among those reaching near dedup; a brute-force join in DuckDB
+    over every earlier row's n-grams finds which of them truly have an earlier row at or above the threshold,
+    and each side's share of those it flagged is its recall. (Keep-first makes a row whose only matches were
+    removed stay; that chain effect is the same for both sides.)
+
+    python bench/near_dedup.py [--scale 4] [--sample 1000] [--memory-limit 2GB] [--data CSV]
+
+CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
+"""
+import argparse, json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import add_data_arg, corpus, make_input_in_child, run_measured
+
+PREP = r'''
+import json, sys, time
+from pathlib import Path
+from llm_nb.config import load_config
+from llm_nb.run import Run
+from llm_nb.clean import connect, _score_rows, _exact_dedup
+root, mem, side = sys.argv[1], sys.argv[2], sys.argv[3]
+cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.memory_limit": mem, "clean.threads": 2})
+cc, run = cfg.clean, Run(root + "/bench", cfg)
+con = connect(cc, run)
+_score_rows(con, cc, [], f"{root}/bench/ingest/parts/input.parquet")
+_exact_dedup(con)
+rows = con.execute("SELECT count(*) FROM judged WHERE reason IS NULL").fetchall()[0][0]
+if side == "new":  # the rows that reach near dedup, for the exact checks (before the clock starts)
+    con.execute(f"""COPY (SELECT row_number() OVER (ORDER BY file, line) - 1 AS rid, file || ':' || line AS k, text
+                          FROM judged WHERE reason IS NULL) TO '{root}/rows.parquet' (FORMAT parquet)""")
+t = time.perf_counter()
+'''
+
+# the datasketch pass as llm_nb.clean had it until this benchmark's commit (near_duplicates, shingles, _near_pass)
+OLD = PREP + r'''
+from datasketch import MinHash, MinHashLSH
+def shingles(text, n=3): return {text[i:i + n].encode() for i in range(max(len(text) - n + 1, 1))}
+def near_duplicates(rows, threshold=0.8, n=3, num_perm=128, seed=0):
+    lsh, kept, dups = MinHashLSH(threshold=max(threshold - 0.15, 0.05), num_perm=num_perm), {}, {}
+    for key, text in rows:
+        m = MinHash(num_perm=num_perm, seed=seed)
+        m.update_batch(list(shingles(text, n)))
+        best = max(((kept[h].jaccard(m), h) for h in lsh.query(m)), default=(0, None))
+        if best[0] >= threshold: dups[key] = best[1]
+        else:
+            lsh.insert(key, m)
+            kept[key] = m
+    return dups
+cur = con.execute("SELECT file || ':' || line AS k, text FROM judged WHERE reason IS NULL ORDER BY file, line")
+def batches():
+    while batch := cur.fetchmany(10_000): yield from batch
+dups = near_duplicates(batches(), cc.near_threshold, cc.ngram, cc.num_perm, cfg.run.seed)
+near_s = time.perf_counter() - t
+Path(root, side + ".json").write_text(json.dumps(dups))
+print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups))))
+'''
+
+NEW = PREP + r'''
+from llm_nb.clean import _near_dedup
+stats = _near_dedup(con, cc, cfg.run.seed)
+near_s = time.perf_counter() - t
+dups = dict(con.execute("SELECT k, dup_of FROM near_dups").fetchall())
+Path(root, side + ".json").write_text(json.dumps(dups))
+print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups), stats=stats)))
+'''
+
+def exact_similarity(con, pairs:list, n:int) -> list[float]:
+    "Exact Jaccard of the character n-gram sets of each (k, dup_of) pair, k = file:line, from the table `rows`."
+    from llm_nb.minhash import jaccard
+    text = dict(con.execute("SELECT k, text FROM rows").fetchall())
+    return jaccard([text[a] for a, _ in pairs], [text[b] for _, b in pairs], n).tolist() if pairs else []
+
+def true_near(con, sample:int, n:int, threshold:float, seed:int=0) -> set:
+    "Keys of the sampled rows that have an earlier row with exact n-gram Jaccard >= threshold (brute-force join)."
+    con.execute(f"""CREATE TEMP TABLE grams AS SELECT DISTINCT rid, substring(text, i + 1, {n}) AS g FROM (
+                      SELECT rid, text, unnest(range(greatest(length(text) - {n} + 1, 1))) AS i FROM rows)""")
+    con.execute("CREATE TEMP TABLE sizes AS SELECT rid, count(*) AS size FROM grams GROUP BY rid")
+    con.execute(f"CREATE TEMP TABLE picked AS SELECT rid FROM rows USING SAMPLE {sample} ROWS (reservoir, {seed})")
+    hits = con.execute(f"""
+        WITH shared AS (SELECT p.rid AS j, e.rid AS i, count(*) AS inter FROM picked p
+                        JOIN grams gj ON gj.rid = p.rid JOIN grams e ON e.g = gj.g AND e.rid < p.rid GROUP BY 1, 2)
+        SELECT DISTINCT r.k FROM shared s JOIN sizes sj ON sj.rid = s.j JOIN sizes si ON si.rid = s.i
+        JOIN rows r ON r.rid = s.j WHERE s.inter / (sj.size + si.size - s.inter) >= {threshold}""").fetchall()
+    picked = {k for (k,) in con.execute("SELECT r.k FROM picked JOIN rows r USING (rid)").fetchall()}
+    return picked, {k for (k,) in hits}
+
+def side_report(name:str, dups:dict, sims:list, picked:set, truth:set, threshold:float) -> str:
+    "One line: a side's duplicates, its precision (exact similarity of its pairs) and its recall on the sample."
+    right = sum(x >= threshold for x in sims)
+    flagged = picked & set(dups)
+    return (f"{name:>15}: {len(dups):,} near duplicates; precision {right / max(len(dups), 1):.4f} "
+            f"({len(dups) - right} pairs below {threshold}); sample: recall {len(flagged & truth) / max(len(truth), 1):.3f} "
+            f"({len(flagged & truth)} of {len(truth)}), flagged without a true match {len(flagged - truth)}")
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=int, default=4)
+    ap.add_argument("--sample", type=int, default=1000)
+    ap.add_argument("--memory-limit", default="2GB")
+    add_data_arg(ap)
+    a = ap.parse_args()
+    csv = corpus(a.data, "near_dedup")
+    import duckdb
+    from llm_nb.config import CleanCfg
+    cc = CleanCfg()
+    with tempfile.TemporaryDirectory() as root:
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
+        new = run_measured(NEW, root, a.memory_limit, "new")
+        old = run_measured(OLD, root, a.memory_limit, "old")
+        dn, do = (json.loads(Path(root, s + ".json").read_text()) for s in ("new", "old"))
+        con = duckdb.connect()
+        con.execute(f"CREATE TEMP TABLE rows AS SELECT * FROM read_parquet('{root}/rows.parquet')")
+        picked, truth = true_near(con, a.sample, cc.ngram, cc.near_threshold)
+        sims = {name: exact_similarity(con, list(d.items()), cc.ngram) for name, d in (("new", dn), ("old", do))}
+    print(f"input: {info['rows']:,} rows (review corpus x{a.scale}); {new['result']['rows']:,} reach near dedup "
+          f"(after the filters and exact dedup); {cc.ngram}-grams, threshold {cc.near_threshold}, {cc.num_perm} permutations")
+    print(f"near-dedup pass: datasketch {old['result']['near_s']:.2f} s, llm_nb.minhash {new['result']['near_s']:.2f} s "
+          f"-> {old['result']['near_s'] / new['result']['near_s']:.1f}x faster")
+    print(f"peak RSS (whole child, memory_limit {a.memory_limit}): datasketch {old['rss_mib']:,.0f} MiB, "
+          f"llm_nb.minhash {new['rss_mib']:,.0f} MiB")
+    print("new pass:", new["result"]["stats"])
+    both = set(dn) & set(do)
+    print(f"duplicates: both {len(both):,} (same kept row for {sum(dn[k] == do[k] for k in both):,}), "
+          f"new only {len(set(dn) - set(do)):,}, old only {len(set(do) - set(dn)):,}")
+    print(f"exact check, {len(picked):,} rows sampled, {len(truth)} of them have an earlier row at >= {cc.near_threshold}:")
+    print(side_report("llm_nb.minhash", dn, sims["new"], picked, truth, cc.near_threshold))
+    print(side_report("datasketch", do, sims["old"], picked, truth, cc.near_threshold))
+
+if __name__ == "__main__": main()
