@@ -131,7 +131,7 @@ def _gram_keys(texts:list[str], n:int) -> np.ndarray:
     hv, offsets = ngram_hashes(texts, n)
     pair = np.repeat(np.arange(len(texts), dtype=np.uint64), np.diff(offsets))
     keys = np.sort((pair << np.uint64(32)) | hv.astype(np.uint64))
-    return keys[np.r_[True, keys[1:] != keys[:-1]]]  # (np.unique is ~20x slower on uint64 in numpy 2.4)
+    return keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys  # (np.unique: ~20x slower on uint64)
 
 def jaccard(a:list[str], # first texts of the pairs
             b:list[str], # second texts (same length)
