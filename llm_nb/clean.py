@@ -16,8 +16,8 @@ __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERN
            'WORDS_PER_PATTERN', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
            'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'OUTPUTS', 'add_nfkc',
            'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql', 'sensitive_words',
-           'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'near_lsh', 'connect', 'clean_stats',
-           'plot_stats', 'run_clean']
+           'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect',
+           'clean_stats', 'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -193,15 +193,20 @@ def near_lsh(ccfg) -> tuple[int, int]: # the `clean` config section
     return lsh_params(max(ccfg.near_threshold - LSH_MARGIN, LSH_MIN_THRESHOLD), ccfg.num_perm)
 
 # %% ../nbs/11_clean.ipynb #29050808
-def connect(ccfg, # the `clean` config section (memory_limit, threads, temp_dir)
-            run # the run (`temp_dir` may name a folder in it)
-           ) -> duckdb.DuckDBPyConnection:
-    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `clean.temp_dir`, with an `nfkc` function."
-    tmp = run.path(ccfg.temp_dir)
+def connect_at(ccfg, # the `clean` config section (memory_limit, threads)
+               tmp:Path # the folder DuckDB spills to (made if missing)
+              ) -> duckdb.DuckDBPyConnection:
+    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `tmp`, with an `nfkc` function."
     tmp.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config=dict(memory_limit=ccfg.memory_limit, threads=int(ccfg.threads),
                                      temp_directory=str(tmp), preserve_insertion_order=False))
     return add_nfkc(con)
+
+def connect(ccfg, # the `clean` config section (memory_limit, threads, temp_dir)
+            run # the run (`temp_dir` may name a folder in it)
+           ) -> duckdb.DuckDBPyConnection:
+    "`connect_at` the run's `clean.temp_dir`."
+    return connect_at(ccfg, run.path(ccfg.temp_dir))
 
 # %% ../nbs/11_clean.ipynb #d813bf48
 def _prefilter_sql(ccfg, words:list[str], wps:list[str]) -> str:
@@ -232,15 +237,16 @@ def _reason_sql(ccfg, words:list[str]) -> str:
     return "CASE " + " ".join(f"WHEN {c} THEN '{r}'" for r, c in drop_sensitive + quality_sql(ccfg, "text")) + " END"
 
 # %% ../nbs/11_clean.ipynb #67a734a8
-def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN) -> str:
-    "SQL of pass 1: normalize, redact, count, judge (`gate=False`: no prefilter, every row takes every test)."
+def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
+                rows:str|None=None) -> str:
+    "SQL of pass 1: normalize, redact, count, judge (`gate=False`: no prefilter; `rows`: SQL of the rows, not `src`)."
     wps = words_patterns(words, chunk)
     hits, after_action = _sensitive_sql(ccfg, words, wps)
     # a row the prefilter let skip has no hits, unless the words were tested apart (several chunks)
     hits = hits if len(wps) > 1 else f"CASE WHEN _work THEN {hits} ELSE 0 END"
     return f"""
       WITH ingested AS (SELECT {'nfkc(text)' if ccfg.nfkc else 'text'} AS text, source, file, line, meta
-                        FROM read_parquet({_sql_str(src)})),
+                        FROM {rows or f"read_parquet({_sql_str(src)})"}),
       flagged AS (SELECT *, {_prefilter_sql(ccfg, words, wps) if gate else 'true'} AS _work FROM ingested),
       {normalize_ctes("flagged", "normalized", gate="_work")},
       redacted AS (SELECT CASE WHEN _work THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw,
@@ -279,73 +285,69 @@ FETCH_ROWS = 50_000  # rows per batch of near dedup (Python holds one batch of t
 FETCH_CHARS = 1_000_000  # ... and at most this many characters (a batch's n-gram arrays: ~50 bytes per character)
 
 def _near_rows(con) -> int:
-    "Temp table `near_rows` (rid, k, text, batch): the rows still in, numbered in (file, line) order; their count."
+    "Temp table `near_rows` (rid, k, text, chars, batch): the rows still in, numbered in (file, line) order; count."
     con.execute(f"""CREATE TEMP TABLE near_rows AS
-        SELECT rid, k, text, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch FROM (
-          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, text,
+        SELECT rid, k, text, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch FROM (
+          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, text, length(text) AS chars,
                  sum(length(text)) OVER w AS cum_chars
           FROM judged WHERE reason IS NULL WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
 
 # %% ../nbs/11_clean.ipynb #n0000001
-def _append_signatures(con, rid0:int, # the batch's first rid
-                       sig:np.ndarray, keys:np.ndarray): # its signatures and band keys
-    "Append a batch's signatures to `near_sigs` and its band keys to `near_bands`."
-    import pyarrow as pa
-    (rows, perms), bands = sig.shape, keys.shape[1]
+def _append_bands(con, rid0:int, # the batch's first rid
+                  keys:np.ndarray): # its band keys, (rows, bands)
+    "Append a batch's band keys to `near_bands`."
+    rows, bands = keys.shape
     rid = np.arange(rid0, rid0 + rows, dtype=np.uint64)
-    blob = pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * perms), rows, [None, pa.py_buffer(sig.tobytes())])
-    con.register("_sigs", pa.table({"rid": rid, "sig": blob}))
-    con.register("_bands", pa.table({"band": np.tile(np.arange(bands, dtype=np.uint16), rows),
-                                     "key": keys.ravel(), "rid": np.repeat(rid, bands)}))
-    con.execute("INSERT INTO near_sigs SELECT rid, sig::BLOB FROM _sigs")
+    con.register("_bands", {"band": np.tile(np.arange(bands, dtype=np.uint16), rows), "key": keys.ravel(),
+                            "rid": np.repeat(rid, bands)})
     con.execute("INSERT INTO near_bands SELECT * FROM _bands")
-    con.unregister("_sigs")
     con.unregister("_bands")
 
-def _near_signatures(con, ccfg, seed:int) -> None:
-    "Temp tables `near_sigs` (rid, sig) and `near_bands` (band, key, rid) for every row of `near_rows`."
-    con.execute("CREATE TEMP TABLE near_sigs (rid UBIGINT, sig BLOB)")
+def _near_bands(con, ccfg, seed:int, k:int=0, n:int=1) -> None:
+    "Temp table `near_bands` (band, key, rid): the LSH band keys of the rows of `near_rows` (batches k mod n)."
     con.execute("CREATE TEMP TABLE near_bands (band USMALLINT, key UBIGINT, rid UBIGINT)")
     b, r = near_lsh(ccfg)
-    for (batch,) in con.execute("SELECT DISTINCT batch FROM near_rows ORDER BY batch").fetchall():
+    for (batch,) in con.execute("SELECT DISTINCT batch FROM near_rows WHERE batch % ? = ? ORDER BY batch",
+                                [n, k]).fetchall():
         rid0, texts = con.execute("SELECT min(rid), list(text ORDER BY rid) FROM near_rows WHERE batch = ?",
                                   [batch]).fetchall()[0]
         sig = signatures(texts, ccfg.ngram, ccfg.num_perm, seed, int(ccfg.threads))
-        _append_signatures(con, rid0, sig, band_keys(sig, b, r))
+        _append_bands(con, rid0, band_keys(sig, b, r))
 
 # %% ../nbs/11_clean.ipynb #n0000004
-VERIFY_CHARS = 1_000_000  # candidates verified at a time: their texts' characters + num_perm per pair, about
-
-def _signature_matrix(blobs:np.ndarray, perms:int) -> np.ndarray:
-    "The (rows, perms) uint32 matrix of an array of signature blobs."
-    return np.frombuffer(b"".join(blobs), np.uint32).reshape(len(blobs), perms)
+VERIFY_CHARS = 1_000_000  # candidates verified at a time: about this many characters of their texts
 
 def _verify(t:dict, ccfg) -> tuple[np.ndarray, np.ndarray]:
-    "(similarity, kept) of a chunk of candidates {j, i, si, sj, ti, tj}: exact where the estimate is near enough."
-    est = (_signature_matrix(t["si"], ccfg.num_perm) == _signature_matrix(t["sj"], ccfg.num_perm)).mean(1)
-    sim = np.zeros(len(est))
-    close = est >= ccfg.near_threshold - LSH_MARGIN
-    sim[close] = jaccard(list(t["ti"][close]), list(t["tj"][close]), ccfg.ngram)
+    "(similarity, kept) of a chunk of candidates {j, i, ti, tj}: exact n-gram Jaccard, at or above the threshold."
+    sim = jaccard(list(t["ti"]), list(t["tj"]), ccfg.ngram)
     return sim, sim >= ccfg.near_threshold
 
 # %% ../nbs/11_clean.ipynb #n000000d
-def _near_pairs(con, ccfg) -> int:
-    "Temp table `near_pairs` (j, i, sim, chunk): candidates whose similarity reaches the threshold; candidates."
+def _candidates(con, ccfg) -> tuple[int, int]:
+    "Temp table `near_cands` (chunk, j, i, both texts), sorted by chunk; (candidates, chunks)."
+    # the self-join sees only the keys more than one row has: one aggregation (which spills) finds them
+    con.execute("""CREATE TEMP TABLE near_cand_pairs AS
+        WITH shared AS (SELECT band, key FROM near_bands GROUP BY band, key HAVING count(*) > 1),
+        members AS (SELECT b.* FROM near_bands b SEMI JOIN shared s ON b.band = s.band AND b.key = s.key)
+        SELECT DISTINCT x.rid AS i, y.rid AS j FROM members x JOIN members y
+        ON x.band = y.band AND x.key = y.key AND x.rid < y.rid""")
     # chunks of about VERIFY_CHARS, each j whole (a window ordered by j sums its peers together)
     con.execute(f"""CREATE TEMP TABLE near_cands AS
-        SELECT i, j, (sum(w) OVER (ORDER BY j) - 1) // {VERIFY_CHARS} AS chunk FROM (
-          SELECT c.i, c.j, length(ri.text) + length(rj.text) + {ccfg.num_perm} AS w FROM (
-            SELECT DISTINCT x.rid AS i, y.rid AS j FROM near_bands x JOIN near_bands y
-            ON x.band = y.band AND x.key = y.key AND x.rid < y.rid) c
-          JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j) ORDER BY chunk""")
+        WITH sized AS (SELECT c.i, c.j, ri.chars + rj.chars AS w FROM near_cand_pairs c
+                       JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j),
+        chunked AS (SELECT i, j, (sum(w) OVER (ORDER BY j) - 1) // {VERIFY_CHARS} AS chunk FROM sized)
+        SELECT c.chunk, c.j, c.i, ri.text AS ti, rj.text AS tj FROM chunked c
+        JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j ORDER BY chunk""")
+    con.execute("DROP TABLE near_cand_pairs")
+    return con.execute("SELECT count(*), coalesce(max(chunk) + 1, 0) FROM near_cands").fetchall()[0]
+
+def _near_pairs(con, ccfg) -> int:
+    "Temp table `near_pairs` (j, i, sim, chunk): candidates whose similarity reaches the threshold; candidates."
+    cands, chunks = _candidates(con, ccfg)
     con.execute("CREATE TEMP TABLE near_pairs (j UBIGINT, i UBIGINT, sim DOUBLE, chunk BIGINT)")
-    cands, chunks = con.execute("SELECT count(*), coalesce(max(chunk) + 1, 0) FROM near_cands").fetchall()[0]
-    for chunk in range(chunks):
-        t = con.execute("""SELECT c.j, c.i, si.sig AS si, sj.sig AS sj, ri.text AS ti, rj.text AS tj
-                           FROM near_cands c JOIN near_sigs si ON si.rid = c.i JOIN near_sigs sj ON sj.rid = c.j
-                           JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j
-                           WHERE c.chunk = ?""", [chunk]).fetchnumpy()
+    for chunk in range(chunks):  # near_cands is sorted by chunk: each read skips the others' row groups
+        t = con.execute("SELECT j, i, ti, tj FROM near_cands WHERE chunk = ?", [chunk]).fetchnumpy()
         sim, keep = _verify(t, ccfg)
         con.register("_pairs", {"j": t["j"][keep], "i": t["i"][keep], "sim": sim[keep]})
         con.execute("INSERT INTO near_pairs SELECT j, i, sim, ? FROM _pairs", [chunk])
@@ -367,23 +369,28 @@ def _near_dups(con, n:int) -> int:
     con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.k, b.k AS dup_of FROM _dups d
                    JOIN near_rows a ON a.rid = d.j JOIN near_rows b ON b.rid = d.i""")
     con.unregister("_dups")
-    for t in ("near_cands", "near_pairs", "near_bands", "near_sigs"): con.execute(f"DROP TABLE {t}")
+    for t in ("near_cands", "near_pairs", "near_bands"): con.execute(f"DROP TABLE {t}")
     return len(dups)
 
 # %% ../nbs/11_clean.ipynb #n000000a
-def _near_dedup(con, ccfg, seed:int) -> dict:
-    "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
-    if not ccfg.near_dedup:
-        con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
-        return dict(on=False)
-    n = _near_rows(con)
-    _near_signatures(con, ccfg, seed)
+def _near_decide(con, ccfg) -> dict:
+    "From `near_rows` and `near_bands`: pairs, then the temp table `near_dups`; the pass's counts."
+    n = con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
     cands = _near_pairs(con, ccfg)
     pairs = con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0]
     b, r = near_lsh(ccfg)
     res = dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
     con.execute("DROP TABLE near_rows")
     return res
+
+def _near_dedup(con, ccfg, seed:int) -> dict:
+    "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
+    if not ccfg.near_dedup:
+        con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
+        return dict(on=False)
+    _near_rows(con)
+    _near_bands(con, ccfg, seed)
+    return _near_decide(con, ccfg)
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
 OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the view `judged`)
@@ -505,9 +512,19 @@ def _write_stats(con, ccfg, out:Path, engine:dict) -> dict:
     if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: {c}")
     return stats
 
-def _record(run, con, stats:dict, spilled:int) -> dict:
+def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
+    "From the view `judged` and the table `near_dups`: every file of `OUTPUTS` in `out`; the stats."
+    _write_clean(con, out/"clean.parquet")
+    _write_rejected(con, out/"rejected.parquet")
+    return _write_stats(con, ccfg, out, engine)
+
+# %% ../nbs/11_clean.ipynb #wo000002
+def _memory_limit(con) -> str:
+    "DuckDB's memory_limit, as it reports it."
+    return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+def _record(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report."
-    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     res = dict(stats["counts"], rejected=stats["rejected"], pii=stats["pii"], sensitive_hits=stats["sensitive_hits"],
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     out = run.dir/"clean"
@@ -515,12 +532,9 @@ def _record(run, con, stats:dict, spilled:int) -> dict:
     return res
 
 # %% ../nbs/11_clean.ipynb #197490e2
-@timed_stage("clean")
-def run_clean(cfg, # the run's config (`cfg.clean` for this stage)
-              run # the run: reads ingest/parts, writes clean/
-             ) -> dict:
-    "ingest/parts/*.parquet → clean/clean.parquet + clean/rejected.parquet + clean/stats.json + clean/stats.png."
-    cc, out = cfg.clean, run.stage_dir("clean")
+def _clean_duckdb(cfg, run) -> tuple[dict, int, str]:
+    "The stage in this process: (stats, bytes spilled, DuckDB's memory_limit)."
+    cc = cfg.clean
     # matplotlib takes ~0.8 s to import: do it on the side while DuckDB works (its queries release the GIL)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
     con = connect(cc, run)
@@ -528,6 +542,14 @@ def run_clean(cfg, # the run's config (`cfg.clean` for this stage)
     _exact_dedup(con)
     spilled = _spilled_bytes(con)
     engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
-    _write_clean(con, out/"clean.parquet")
-    _write_rejected(con, out/"rejected.parquet")
-    return _record(run, con, _write_stats(con, cc, out, engine), spilled)
+    return _write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, _memory_limit(con)
+
+@timed_stage("clean")
+def run_clean(cfg, # the run's config (`cfg.clean` for this stage)
+              run # the run: reads ingest/parts, writes clean/
+             ) -> dict:
+    "ingest/parts/*.parquet → clean/clean.parquet + clean/rejected.parquet + clean/stats.json + clean/stats.png."
+    if cfg.clean.engine == "datatrove":
+        from llm_nb.clean_datatrove import clean_datatrove  # the next notebook: the same passes as datatrove steps
+        return _record(run, *clean_datatrove(cfg, run))
+    return _record(run, *_clean_duckdb(cfg, run))

@@ -103,8 +103,12 @@ class CleanCfg(Section):
     num_perm: int = Field(128, gt=0)  # MinHash permutations
     memory_limit: str = "2GB"  # DuckDB memory_limit; beyond it DuckDB spills to temp_dir
     temp_dir: str = "{run}/clean/tmp"  # DuckDB temp_directory
-    threads: int = Field(2, gt=0)  # DuckDB threads
+    threads: int = Field(2, gt=0)  # DuckDB threads (per task, with datatrove)
     top_terms_sample: int = Field(20_000, gt=0)  # rows sampled for the top-terms table
+    # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (12_clean_datatrove)
+    engine: Literal["duckdb", "datatrove"] = "duckdb"
+    executor: Literal["slurm", "local"] = "slurm"  # datatrove's: Slurm jobs (`launch.slurm`), or local processes
+    tasks: int = Field(2, gt=0)  # datatrove tasks of each parallel step (input shards, signature batches)
 
 # %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):

@@ -1,4 +1,6 @@
-import subprocess, pytest
+import os, shutil, subprocess, sys, time
+from pathlib import Path
+import pytest
 from llm_nb.testing import run_until
 
 def llm_nb_cmd(*args, **kw):
@@ -9,3 +11,27 @@ def llm_nb_cmd(*args, **kw):
 def exported_run():
     "A demo run through the export stage (short training): a GGUF to serve."
     return run_until("serve_bench", **{"train.max_steps": 5})
+
+SLURM = ["bash", str(Path(__file__).resolve().parents[1]/"tools"/"slurm_local.sh")]
+
+def _slurm(cmd:str, env:dict) -> subprocess.CompletedProcess:
+    "Run `tools/slurm_local.sh cmd`."
+    return subprocess.run(SLURM + [cmd], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def slurm_env():
+    "The environment for Slurm's clients: a one-machine Slurm up (started here, and stopped, unless it already was)."
+    if shutil.which("slurmctld") is None and (os.geteuid() != 0 or shutil.which("apt-get") is None):
+        pytest.skip("Slurm is not installed, and installing it (tools/slurm_local.sh) needs root and apt-get")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")  # the job finds this venv
+    was_up = _slurm("status", env).returncode == 0
+    t0 = time.perf_counter()
+    r = _slurm("start", env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print(f"slurm: {'already up' if was_up else 'started'} in {time.perf_counter() - t0:.1f} s")
+    env["SLURM_CONF"] = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    yield env
+    if not was_up: assert _slurm("stop", env).returncode == 0
+
+

@@ -8,29 +8,7 @@ from llm_nb.launch import launch_argv, write_sbatch
 from llm_nb.testing import run_until
 
 ROOT = Path(__file__).resolve().parents[1]
-SLURM = ["bash", str(ROOT/"tools"/"slurm_local.sh")]
 TRAIN = ["-m", "llm_nb.pipeline", "run", "c.yaml", "--stages", "train"]
-
-
-def _slurm(cmd:str, env:dict) -> subprocess.CompletedProcess:
-    "Run `tools/slurm_local.sh cmd`."
-    return subprocess.run(SLURM + [cmd], env=env, capture_output=True, text=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def slurm_env():
-    "The environment for Slurm's clients: a one-machine Slurm up (started here, and stopped, unless it already was)."
-    if shutil.which("slurmctld") is None and (os.geteuid() != 0 or shutil.which("apt-get") is None):
-        pytest.skip("Slurm is not installed, and installing it (tools/slurm_local.sh) needs root and apt-get")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")  # the job finds this venv
-    was_up = _slurm("status", env).returncode == 0
-    t0 = time.perf_counter()
-    r = _slurm("start", env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    print(f"slurm: {'already up' if was_up else 'started'} in {time.perf_counter() - t0:.1f} s")
-    env["SLURM_CONF"] = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
-    yield env
-    if not was_up: assert _slurm("stop", env).returncode == 0
 
 
 def test_sbatch_trains_two_ranks(slurm_env, tmp_path):
