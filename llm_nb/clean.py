@@ -264,12 +264,12 @@ def _score_rows(con, ccfg, words:list[str], src:str):
 
 # %% ../nbs/11_clean.ipynb #82135d95
 def _exact_dedup(con):
-    "Temp table `first_copies` (each text's first copy) and the view `judged`: every row with `reason` and `dup_of`."
+    "Temp tables `first_copies` (each text's first copy) and `judged`: every row of `scored`, `reason`, `dup_of`."
     con.execute("""CREATE TEMP TABLE first_copies AS
         SELECT text_hash, min({'file': file, 'line': line}) AS kept FROM scored
         WHERE reason IS NULL GROUP BY text_hash""")
     is_first = "f.kept.file = s.file AND f.kept.line = s.line"
-    con.execute(f"""CREATE TEMP VIEW judged AS
+    con.execute(f"""CREATE TEMP TABLE judged AS
         SELECT s.* EXCLUDE (text_hash) REPLACE (CASE WHEN s.reason IS NOT NULL THEN s.reason
                                                      WHEN {is_first} THEN NULL ELSE 'exact_dup' END AS reason),
                CASE WHEN s.reason IS NULL AND NOT ({is_first}) THEN f.kept.file || ':' || f.kept.line END AS dup_of
@@ -369,7 +369,7 @@ def _near_dups(con, n:int) -> int:
     con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.k, b.k AS dup_of FROM _dups d
                    JOIN near_rows a ON a.rid = d.j JOIN near_rows b ON b.rid = d.i""")
     con.unregister("_dups")
-    for t in ("near_cands", "near_pairs", "near_bands"): con.execute(f"DROP TABLE {t}")
+    for t in ("near_cands", "near_pairs"): con.execute(f"DROP TABLE {t}")
     return len(dups)
 
 # %% ../nbs/11_clean.ipynb #n000000a
@@ -379,9 +379,7 @@ def _near_decide(con, ccfg) -> dict:
     cands = _near_pairs(con, ccfg)
     pairs = con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0]
     b, r = near_lsh(ccfg)
-    res = dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
-    con.execute("DROP TABLE near_rows")
-    return res
+    return dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
 
 def _near_dedup(con, ccfg, seed:int) -> dict:
     "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
@@ -390,10 +388,12 @@ def _near_dedup(con, ccfg, seed:int) -> dict:
         return dict(on=False)
     _near_rows(con)
     _near_bands(con, ccfg, seed)
-    return _near_decide(con, ccfg)
+    res = _near_decide(con, ccfg)
+    con.execute("DROP TABLE near_rows; DROP TABLE near_bands")
+    return res
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
-OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the view `judged`)
+OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the table `judged`)
 
 def _write_clean(con, path:Path):
     "The kept rows (no reason, not a near duplicate), sorted by (file, line), to the Parquet file `path`."
@@ -420,7 +420,7 @@ def _pii_totals(con, ccfg) -> dict:
     "{kind: placeholders added} over every scored row (copies included), for the redacted kinds."
     cols = [f"pii_{k}" for k in PII_PATTERNS if k in ccfg.pii]
     if not cols: return {}
-    sums = _query(con, f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in cols)} FROM scored")[0]
+    sums = _query(con, f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in cols)} FROM judged")[0]
     return dict(zip([c[4:] for c in cols], sums))
 
 # %% ../nbs/11_clean.ipynb #3325d6e7
@@ -462,20 +462,20 @@ def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
     return steps
 
 # %% ../nbs/11_clean.ipynb #76ba6cc1
-def clean_stats(con, # a connection holding the stage's `scored` table
+def clean_stats(con, # a connection holding the stage's `judged` table
                 clean:Path, # clean/clean.parquet
                 rejected:Path, # clean/rejected.parquet
                 ccfg # the `clean` config section
                ) -> dict:
-    "Counts per step, PII and sensitive totals (from `scored`, no join needed), length histogram and top terms."
-    rows_in = _query(con, "SELECT count(*) FROM scored")[0][0]
+    "Counts per step, PII and sensitive totals (from `judged`), length histogram and top terms."
+    rows_in = _query(con, "SELECT count(*) FROM judged")[0][0]
     rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", clean)[0][0]
     by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", rejected))
     counts = dict(rows_in=rows_in, rows_out=rows_out, rejected_total=sum(by_reason.values()),
                   invariant_ok=rows_in == rows_out + sum(by_reason.values()))
     return dict(counts=counts, rejected={s: by_reason[s] for s in STEPS if s in by_reason},
                 pii=_pii_totals(con, ccfg),
-                sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM scored")[0][0],
+                sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0],
                 steps=_steps(rows_in, by_reason), length_hist=_length_hist(con, clean),
                 top_terms=_top_terms(con, clean, ccfg.top_terms_sample),
                 length_median=_query(con, "SELECT coalesce(median(length(text)), 0) FROM read_parquet(?)", clean)[0][0])
@@ -513,7 +513,7 @@ def _write_stats(con, ccfg, out:Path, engine:dict) -> dict:
     return stats
 
 def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
-    "From the view `judged` and the table `near_dups`: every file of `OUTPUTS` in `out`; the stats."
+    "From the tables `judged` and `near_dups`: every file of `OUTPUTS` in `out`; the stats."
     _write_clean(con, out/"clean.parquet")
     _write_rejected(con, out/"rejected.parquet")
     return _write_stats(con, ccfg, out, engine)
@@ -540,6 +540,7 @@ def _clean_duckdb(cfg, run) -> tuple[dict, int, str]:
     con = connect(cc, run)
     _score_rows(con, cc, sensitive_words(cc, run), str(run.dir/"ingest"/"parts"/"*.parquet"))
     _exact_dedup(con)
+    con.execute("DROP TABLE scored")  # `judged` holds every row now
     spilled = _spilled_bytes(con)
     engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
     return _write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, _memory_limit(con)

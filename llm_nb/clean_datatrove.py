@@ -112,17 +112,17 @@ def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
 # %% ../nbs/12_clean_datatrove.ipynb #dt000024
 NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
 
-def _load_near_tables(con, job:CleanJob):
-    "The temp tables `_near_decide` reads, from the files of steps 2 and 3."
+def _near_views(con, job:CleanJob):
+    "The tables `_near_decide` reads, as views of the files of steps 2 and 3 (not copied into DuckDB)."
     for table, files in NEAR_TABLES.items():
-        con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM read_parquet({_sql_str(str(job.work/files))})")
+        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_sql_str(str(job.work/files))})")
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
     "Step 4, one task: exact dedup, near pairs, keep-first; clean/clean.parquet, rejected.parquet, stats.json, .png."
     con = task_con(job, "decide")
     _scored_view(con, job)
     _exact_dedup(con)
-    if job.ccfg.near_dedup: _load_near_tables(con, job)
+    if job.ccfg.near_dedup: _near_views(con, job)
     near = _near_decide(con, job.ccfg) if job.ccfg.near_dedup else _near_dedup(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
                   near_dedup=near)
