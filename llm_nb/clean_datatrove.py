@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 import duckdb
 from datatrove.pipeline.base import PipelineStep
+from .config import load_config
+from .run import Run
 from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _near_decide, _near_dedup,
                           _near_bands, _near_rows, _scored_sql, _spilled_bytes, _sql_str, _write_outputs)
 
@@ -135,8 +137,6 @@ def clean_twin(run, # a run whose stages before clean are done
                **overrides # dotted config keys, e.g. `**{"clean.engine": "datatrove"}`
               ):
     "A run beside `run` with its config (plus `overrides`) and a copy of its synth/ and ingest/: clean's input."
-    from llm_nb.config import load_config
-    from llm_nb.run import Run
     twin = Run.create(load_config(run.cfg.model_dump(), **{"run.name": name, **overrides}))
     for stage in ("synth", "ingest"):
         if (run.dir/stage).is_dir(): shutil.copytree(run.dir/stage, twin.dir/stage, dirs_exist_ok=True)

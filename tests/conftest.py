@@ -33,5 +33,3 @@ def slurm_env():
     env["SLURM_CONF"] = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
     yield env
     if not was_up: assert _slurm("stop", env).returncode == 0
-
-
