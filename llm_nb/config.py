@@ -47,10 +47,15 @@ class SourceCfg(Section):
     kind: Literal["files", "http"] = "files"
     name: str = ""  # label stored with each record (default: the path or url)
     path: str = ""  # files: a glob, `{run}` allowed
-    format: Literal["auto", "jsonl", "json", "csv", "parquet", "text"] = "auto"  # auto: by file extension
+    # auto: by file extension
+    format: Literal["auto", "jsonl", "json", "csv", "parquet", "text", "pdf", "html", "docx"] = "auto"
     text_field: str = "text"  # field or column holding the text
-    # plain text: one record per file, blank-line paragraph or line
-    text_unit: Literal["file", "paragraph", "line"] = "file"
+    # text and PDF: one record per file, page (PDF), blank-line paragraph or line (of each page, in a PDF)
+    text_unit: Literal["file", "page", "paragraph", "line"] = "file"
+    tables: bool = True  # PDF, DOCX: each table its own record (Markdown); False: left in the text
+    ocr: Literal["auto", "off"] = "auto"  # PDF pages with no text layer: Tesseract if installed, else dead-lettered
+    ocr_lang: str = "eng"  # Tesseract languages, e.g. "chi_sim+eng"
+    ocr_dpi: int = Field(300, gt=0)  # resolution scanned pages are rendered at for OCR
     url: str = ""  # http: the endpoint; pages are requested with `page_param`
     records_field: str = ""  # http/json: key of the record list in each page ("" = the page is the list)
     page_param: str = "page"

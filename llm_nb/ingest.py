@@ -13,20 +13,20 @@ from .config import Config, SourceCfg
 from .run import Run, timed_stage
 
 # %% auto #0
-__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'SCHEMA', 'COUNTS', 'WRITE_BATCH', 'KEY_CHARS',
-           'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text', 'escaped', 'take_record',
-           'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text', 'file_events',
-           'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key', 'run_ingest']
+__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
+           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text',
+           'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text',
+           'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #b0505fc4
 class Event(NamedTuple):
     "What a reader found at one line, row, item or API page."
-    kind:str  # "ok", "bad", "blank" or "failed_page"
+    kind:str  # "ok", "bad", "blank", "failed_page"; documents also "doc" (its page count) and "page" (an outcome)
     line:int  # 1-based line, row or item number (the page number of a failed page; 0: the whole file)
     text:str|None = None  # ok: the record's text
     meta:dict|None = None  # ok: the record's other fields
     repaired:bool = False  # ok: undecodable bytes were replaced by U+FFFD
-    reason:str = ""  # bad, failed_page: why the record or page is dead-lettered
+    reason:str = ""  # bad, failed_page: why the record or page is dead-lettered; page: its outcome
     raw:str = ""  # bad: the record as read, undecodable bytes escaped
 
 # %% ../nbs/10_ingest.ipynb #d195f435
@@ -205,7 +205,9 @@ def read_text(path:Path, # a plain-text file
 
 # %% ../nbs/10_ingest.ipynb #662580ff
 EXT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
-               ".txt": "text", ".text": "text", ".md": "text"}
+               ".txt": "text", ".text": "text", ".md": "text",
+               ".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
+DOCUMENT_FORMATS = ("pdf", "html", "docx")  # read by `llm_nb.documents`
 
 def file_events(path:Path, # one file matched by the source's glob
                 src:SourceCfg, # the files source (`Config.ingest.sources[i]`)
@@ -218,6 +220,9 @@ def file_events(path:Path, # one file matched by the source's glob
     if fmt == "csv": return read_csv(path, src.text_field, policy)
     if fmt == "parquet": return read_parquet(path, src.text_field, policy)
     if fmt == "json": return read_json(path, src.text_field, policy, src.records_field)
+    if fmt in DOCUMENT_FORMATS:
+        from llm_nb.documents import document_events  # built on this module's events, so imported when needed
+        return document_events(path, fmt, src, policy)
     return read_text(path, src.text_unit, policy)
 
 # %% ../nbs/10_ingest.ipynb #63638e95
@@ -285,7 +290,9 @@ def _row(ev:Event, source:str, file:str, now:dt.datetime) -> tuple:
     return ev.text, source, file, ev.line, now, json.dumps(ev.meta, ensure_ascii=False, default=str)
 
 # %% ../nbs/10_ingest.ipynb #66675bde
-COUNTS = ("read", "kept", "quarantined", "blank", "repaired_utf8", "failed_pages")  # what write_part counts
+PAGE_OUTCOMES = ("text", "ocr", "blank", "dead")  # what became of a document's page
+COUNTS = ("read", "kept", "quarantined", "blank", "repaired_utf8", "failed_pages", "dead_files",
+          "doc_pages", *(f"doc_pages_{o}" for o in PAGE_OUTCOMES))  # what write_part counts
 
 def _count(c:dict, ev:Event):
     "Add one event to the counts `c`."
@@ -295,6 +302,15 @@ def _count(c:dict, ev:Event):
     c["blank"] += ev.kind == "blank"
     c["repaired_utf8"] += ev.repaired
     c["failed_pages"] += ev.kind == "failed_page"
+    c["dead_files"] += ev.kind == "bad" and ev.line == 0
+    if ev.kind == "doc": c["doc_pages"] += ev.meta["pages"]
+    if ev.kind == "page": c[f"doc_pages_{ev.reason}"] += 1
+
+# %% ../nbs/10_ingest.ipynb #5e1a7c02
+def _invariant_ok(total:dict) -> bool:
+    "Every record read was kept or quarantined, and every document page has one outcome."
+    pages = sum(total[f"doc_pages_{o}"] for o in PAGE_OUTCOMES)
+    return total["read"] == total["kept"] + total["quarantined"] and total["doc_pages"] == pages
 
 # %% ../nbs/10_ingest.ipynb #9c0dbfee
 WRITE_BATCH = 20_000  # kept records buffered before they are written as one Parquet row group
@@ -321,7 +337,7 @@ def write_part(events, # the events of one file or API
             if ev.kind == "ok":
                 for k, v in zip(SCHEMA.names, _row(ev, source, file, now)): cols[k].append(v)
                 if len(cols["text"]) >= batch: _flush(w, cols)
-            elif ev.kind != "blank":  # a bad record or an API page that could not be fetched
+            elif ev.kind in ("bad", "failed_page"):  # a bad record or an API page that could not be fetched
                 letter = dict(source=source, file=file, line=ev.line, reason=ev.reason, raw=ev.raw)
                 dl.write(json.dumps(letter, ensure_ascii=False) + "\n")
         _flush(w, cols)
@@ -404,11 +420,14 @@ def _tally(total:dict, per_source:dict, label:str, c:dict, skipped:bool):
     for k in s: s[k] += c[k]
 
 def _summary(total:dict) -> str:
-    "The line `run_ingest` prints: the invariant, blank lines, skipped files and failed API pages."
+    "The line `run_ingest` prints: the invariants, blank lines, skipped and dead files, failed API pages."
     failed = f", {total['failed_pages']} API pages failed: see dead_letter.jsonl" if total["failed_pages"] else ""
-    return (f"ingest: records read {total['read']} = kept {total['kept']} + quarantined {total['quarantined']}"
+    dead = f", {total['dead_files']} files dead-lettered whole" if total["dead_files"] else ""
+    pages = " + ".join(f"{o} {total[f'doc_pages_{o}']}" for o in PAGE_OUTCOMES)
+    pages = f", document pages {total['doc_pages']} = {pages}" if total["doc_pages"] else ""
+    return (f"ingest: records read {total['read']} = kept {total['kept']} + quarantined {total['quarantined']}{pages}"
             f" -> {'OK' if total['invariant_ok'] else 'VIOLATED'} ({total['blank']} blank lines, "
-            f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{failed})")
+            f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{dead}{failed})")
 
 # %% ../nbs/10_ingest.ipynb #3f34b765
 @timed_stage("ingest")
@@ -427,7 +446,7 @@ def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to
         if not u.is_api: inputs.append(Path(u.file))
     _prune(out, keep)
     _merge_dead_letters(out, keep)
-    total["invariant_ok"] = total["read"] == total["kept"] + total["quarantined"]
+    total["invariant_ok"] = _invariant_ok(total)
     total["sources"] = per_source
     print(_summary(total))
     if not total["invariant_ok"]: raise RuntimeError(f"ingest lost records: {total}")
