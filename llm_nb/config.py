@@ -40,6 +40,7 @@ class SynthCfg(Section):
     n_bad_json: int = 3  # lines that are not valid JSON
     n_bad_utf8: int = 2  # lines that are not valid UTF-8
     n_blank: int = 2  # empty lines
+    n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
 
 # %% ../nbs/00_config.ipynb #4f6a4fc1
 class SourceCfg(Section):
@@ -82,7 +83,8 @@ class SourceCfg(Section):
 # %% ../nbs/00_config.ipynb #1f65b3ae
 class IngestCfg(Section):
     "Which sources to read and what to do with broken records."
-    sources: list[SourceCfg] = [SourceCfg(name="demo", path="{run}/synth/*.jsonl")]
+    sources: list[SourceCfg] = [SourceCfg(name="demo", path="{run}/synth/*.jsonl"),
+                                SourceCfg(name="handbook", path="{run}/synth/*.pdf", text_unit="page")]
     bad_utf8: Literal["quarantine", "replace"] = "quarantine"  # dead-letter undecodable records, or repair with U+FFFD
     incremental: bool = True  # skip files whose content hash is unchanged since the last ingest of this run
 

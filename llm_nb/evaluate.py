@@ -85,6 +85,8 @@ def check_task_record(rec, # one parsed JSON line
     if missing: raise ValueError(f"{where}: missing field(s) {missing}; a {kind} task needs {list(TASK_FIELDS[kind])}")
     if not isinstance(rec["question"], str) or not rec["question"].strip():
         raise ValueError(f"{where}: field 'question' must be a non-empty string")
+    if kind == "multiple_choice" and rec["question"].strip().isdigit():  # lm-eval turns such a question into an int
+        raise ValueError(f"{where}: field 'question' is only digits, which lm-eval reads as a choice index")
     if kind == "multiple_choice": return dict(question=rec["question"], choices=rec["choices"],
                                               answer=_answer_index(rec, where))
     if not isinstance(rec["answer"], str) or not rec["answer"].strip():
@@ -164,9 +166,10 @@ def order_question(ctx:list[int], # context ids
     for _ in range(20 * n_choices):
         choices.add(decode(rng.sample(nxt, len(nxt))))
         if len(choices) == n_choices: break
-    if len(choices) < n_choices: return None
+    question = decode(ctx)
+    if len(choices) < n_choices or question.strip().isdigit(): return None  # lm-eval reads digits as an index
     choices = rng.sample(sorted(choices), n_choices)
-    return dict(question=decode(ctx), choices=choices, answer=choices.index(right))
+    return dict(question=question, choices=choices, answer=choices.index(right))
 
 def order_task(blocks:list[list[int]], # held-out blocks of token ids
                tok, # their tokenizer

@@ -13,8 +13,7 @@ from .run import Run
 
 # %% auto #0
 __all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'send_json', 'send_event', 'StandIn',
-           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'scan_image', 'sample_pdf',
-           'sample_docx']
+           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -216,55 +215,3 @@ class CharTokenizer:
     def __len__(self): return 128
     def __call__(self, text:str, add_special_tokens:bool=False): return {"input_ids": [ord(c) for c in text]}
     def decode(self, ids, skip_special_tokens:bool=True): return "".join(map(chr, ids))
-
-# %% ../nbs/04_testing.ipynb #d0c5a002
-def scan_image(text:str, # what the "scanned" page says
-               size:tuple=(1600, 300) # pixels (width, height)
-              ):
-    "A white grayscale image with `text` drawn large in black: a scanned page without a text layer."
-    from PIL import Image, ImageDraw, ImageFont
-    img = Image.new("L", size, 255)
-    ImageDraw.Draw(img).text((40, size[1] // 3), text, fill=0, font=ImageFont.load_default(size=72))
-    return img
-
-# %% ../nbs/04_testing.ipynb #d0c5a005
-def _pdf_page(pdf, page:dict):
-    "Add one page to the `fpdf.FPDF` document `pdf`: its text, then its table, or a scanned image."
-    pdf.add_page()
-    if page.get("scan"): pdf.image(scan_image(page["scan"]), x=10, y=20, w=190)
-    if page.get("text"): pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
-    if page.get("table"):
-        with pdf.table() as t:
-            for row in page["table"]:
-                cells = t.row()
-                for c in row: cells.cell(c)
-
-def sample_pdf(path:str|Path, # the PDF to write
-               pages:list[dict], # one dict per page: `text`, `table`, `scan` (any of them; {} = blank page)
-               password:str|None=None # a user password: the file cannot be opened without it
-              ) -> Path:
-    "Write a PDF whose every page's content is known."
-    from fpdf import FPDF
-    pdf = FPDF()
-    pdf.set_font("helvetica", size=12)
-    for page in pages: _pdf_page(pdf, page)
-    if password: pdf.set_encryption(owner_password=password + "-owner", user_password=password)
-    pdf.output(str(path))
-    return Path(path)
-
-# %% ../nbs/04_testing.ipynb #d0c5a007
-def sample_docx(path:str|Path, # the DOCX to write
-                blocks:list # in order: a str is a paragraph, a list of rows is a table
-               ) -> Path:
-    "Write a DOCX of paragraphs and tables."
-    import docx
-    doc = docx.Document()
-    for b in blocks:
-        if isinstance(b, str):
-            doc.add_paragraph(b)
-            continue
-        table = doc.add_table(rows=len(b), cols=len(b[0]))
-        for cells, row in zip(table.rows, b):
-            for cell, v in zip(cells.cells, row): cell.text = v
-    doc.save(str(path))
-    return Path(path)

@@ -8,7 +8,7 @@ from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean import run_clean
-from llm_nb.testing import sample_pdf, sample_docx
+from llm_nb.synth import sample_pdf, sample_docx
 
 REPORT = [{"text": "Annual report.\nRevenue rose in every re-\ngion."},
           {"text": "Units by region:", "table": [["region", "units"], ["north", "120"], ["south", "95"]]},
