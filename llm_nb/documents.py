@@ -121,7 +121,7 @@ def pdf_problem(path:Path) -> tuple[str, str]|None:
 
 def open_failure(e:Exception) -> str:
     "Why pdfplumber could not open a file, in words."
-    cause = getattr(e, "args", [None])[0] if type(e).__name__ == "PdfminerException" else e
+    cause = e.args[0] if type(e).__name__ == "PdfminerException" and e.args else e  # pdfplumber wraps pdfminer's
     name = type(cause).__name__
     if name == "PDFPasswordIncorrect": return "encrypted pdf: it needs a password"
     if name == "PSEOF": return "truncated pdf: the file ends before its page list (PSEOF)"
@@ -221,7 +221,8 @@ def docx_problem(path:Path) -> str|None:
 # %% ../nbs/10b_documents.ipynb #a10b0045
 def _docx_events(blocks:list, tables:bool, policy:str):
     "The record events of a DOCX's blocks: the text (tables in place unless `tables`), then each table."
-    text = "\n".join(b if isinstance(b, str) else markdown_table(b) for b in blocks if isinstance(b, str) or not tables)
+    inline = [b if isinstance(b, str) else markdown_table(b) for b in blocks if isinstance(b, str) or (b and not tables)]
+    text = "\n".join(inline)
     found = [b for b in blocks if not isinstance(b, str) and b] if tables else []
     recs = ([(text.strip("\n"), dict(kind="document"))] if text.strip() else []) + \
            [(markdown_table(t), dict(kind="table", table=j)) for j, t in enumerate(found, 1)]

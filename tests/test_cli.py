@@ -36,7 +36,11 @@ def test_stages_run_alone_on_own_files(tmp_path):
     r = llm_nb_cmd("demo", "--root", tmp_path, "--name", "d", "--stages", "synth,ingest,clean")
     assert r.returncode == 0, r.stderr
     run = tmp_path/"d"
-    assert "records read 685 = kept 680 + quarantined 5 -> OK (2 blank lines" in r.stdout
+    t = json.loads((run/"synth"/"truth.json").read_text())
+    kept, bad, pages = t["valid"] + t["document_records"], t["bad_json"] + t["bad_utf8"], t["document_pages"]
+    assert (kept, bad, pages) == (684, 5, 3)  # the demo's 680 good lines, the handbook's 3 pages and table; 5 broken lines
+    assert (f"records read {kept + bad} = kept {kept} + quarantined {bad}, document pages {pages} = text {pages} + ocr 0"
+            f" + blank 0 + dead 0 -> OK ({t['blank']} blank lines") in r.stdout
     rep = json.loads((run/"report.json").read_text())
     assert rep["summary"]["stages_run"] == ["synth", "ingest", "clean"]
     r = llm_nb_cmd("run", run/"config.yaml", "--stages", "clean", "--set", "clean.min_chars=1000")
@@ -44,7 +48,7 @@ def test_stages_run_alone_on_own_files(tmp_path):
     rep = json.loads((run/"report.json").read_text())
     cl = rep["stages"]["clean"]
     assert cl["rejected"]["too_short"] + cl["rejected"]["sensitive"] == cl["rows_in"]
-    assert rep["stages"]["ingest"]["kept"] == 680  # untouched
+    assert rep["stages"]["ingest"]["kept"] == kept  # untouched
 
 def test_env_report():
     r = llm_nb_cmd("env")
