@@ -43,24 +43,14 @@ def make_pdfs(text:str, out:Path, files:int, pages:int) -> int:
         sample_pdf(out/f"doc{f:03d}.pdf", spec)
     return tables
 
-def bare_text(paths:list) -> int:
-    "A bare pdfplumber loop: extract_text on every page; the page count."
+def bare_text(paths:list, close:bool=False) -> int:
+    "A bare pdfplumber loop: extract_text on every page (then `page.close()` if `close`); the page count."
     n = 0
     for f in paths:
         with pdfplumber.open(f) as pdf:
             for page in pdf.pages:
                 page.extract_text()
-                n += 1
-    return n
-
-def bare_text_close(paths:list) -> int:
-    "The bare loop, each page closed after its text is read; the page count."
-    n = 0
-    for f in paths:
-        with pdfplumber.open(f) as pdf:
-            for page in pdf.pages:
-                page.extract_text()
-                page.close()
+                if close: page.close()
                 n += 1
     return n
 
@@ -120,7 +110,7 @@ def main():
         drawn = make_pdfs(corpus.read_text(encoding="utf-8"), out, a.files, a.pages)
         paths = sorted(out.glob("doc*.pdf"))
         r = best_of({"bare extract_text": lambda: (bare_text(paths), None),
-                     "bare extract_text + page.close": lambda: (bare_text_close(paths), None),
+                     "bare extract_text + page.close": lambda: (bare_text(paths, close=True), None),
                      "bare extract_text + extract_tables": lambda: bare_text_tables(paths),
                      "llm_nb read_pdf": lambda: source(paths)}, a.repeat)
         pages = r["llm_nb read_pdf"][1][0]
