@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 # %% auto #0
 __all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg',
-           'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'load_config', 'to_yaml', 'expand',
-           'check_paths', 'demo_config_path', 'demo_config']
+           'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg',
+           'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'explain_error', 'load_config',
+           'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -222,6 +222,15 @@ class LaunchCfg(Section):
     master_port: int = Field(29500, gt=0, lt=65536)
     slurm: SlurmCfg = SlurmCfg()
 
+# %% ../nbs/00_config.ipynb #7c4a0b02
+class TrackCfg(Section):
+    "What training reports while it runs: system readings and the live dashboard."
+    live: bool|Literal["auto"] = "auto"  # redraw the dashboard in the notebook; auto: when in a Jupyter kernel
+    redraw_s: float = Field(2.0, gt=0)  # seconds between two redraws at least
+    redraw_budget: float = Field(0.01, gt=0, le=1)  # share of the training time redraws may take
+    sample_s: float = Field(5.0, gt=0)  # seconds between system readings (CPU, RAM, GPUs)
+    gpus: bool = True  # read GPUs through NVML (where there is no driver, it says so once and reads the CPU side)
+
 # %% ../nbs/00_config.ipynb #3c1d0a51
 class LocalTask(Section):
     "An lm-eval task made from a local JSONL file (`question`, `choices`, `answer`; or `question`, `answer`)."
@@ -337,6 +346,7 @@ class Config(Section):
     train: TrainCfg = TrainCfg()
     deepspeed: DeepSpeedCfg = DeepSpeedCfg()
     launch: LaunchCfg = LaunchCfg()
+    track: TrackCfg = TrackCfg()
     evaluate: EvaluateCfg = EvaluateCfg()
     export: ExportCfg = ExportCfg()
     serve: ServeCfg = ServeCfg()
@@ -384,23 +394,25 @@ def _known_keys(model:type[BaseModel], # the section the location starts in (`Co
     return list(model.model_fields)
 
 # %% ../nbs/00_config.ipynb #a0f295d1
+def explain_error(e:dict, # one of pydantic's `ValidationError.errors()`
+                  lines:dict, # dotted key -> line, from `_key_lines`
+                  source:str, # the file name, `<yaml>`, `<dict>` or `<editor>`
+                  overridden=() # keys set by overrides rather than the file
+                 ) -> str:
+    "The line for one pydantic error: where (file:line, or `override`), which key, what is wrong."
+    key = ".".join(str(p) for p in e["loc"])
+    where = "override" if key in overridden else f"{source}:{lines[key]}" if key in lines else source
+    if e["type"] != "extra_forbidden": return f"{where}: {key}: {e['msg']} (got {e.get('input')!r})"
+    close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(Config, e["loc"]), n=1)
+    return f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+
 def _explain(err:ValidationError, # what pydantic raised
              lines:dict, # dotted key -> line, from `_key_lines`
              source:str, # the file name, `<yaml>` or `<dict>`
              overridden=() # keys set by overrides rather than the file
             ) -> str:
-    "One line per pydantic error: where (file:line, or `override`), which key, what is wrong."
-    msgs = []
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
-        where = "override" if key in overridden else f"{source}:{lines[key]}" if key in lines else source
-        if e["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(Config, e["loc"]), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            msgs.append(f"{where}: unknown key '{key}'{hint}")
-        else:
-            msgs.append(f"{where}: {key}: {e['msg']} (got {e.get('input')!r})")
-    return "\n".join(msgs)
+    "One line per pydantic error (`explain_error`)."
+    return "\n".join(explain_error(e, lines, source, overridden) for e in err.errors())
 
 # %% ../nbs/00_config.ipynb #52af87ff
 def _apply_overrides(data:dict, # the config as plain data

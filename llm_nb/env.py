@@ -4,11 +4,12 @@
 
 # %% ../nbs/01_env.ipynb #7d64bae9
 from __future__ import annotations
-import importlib.util, importlib.metadata, os, platform, sys
+import functools, importlib.util, importlib.metadata, os, platform, sys
 import psutil
 
 # %% auto #0
-__all__ = ['REPORTED_PACKAGES', 'BF16_CPUS', 'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading']
+__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'nvml_devices', 'gpu_readings', 'cuda_available', 'gpu_info',
+           'env_report', 'recommend', 'resolve_loading']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def _version(pkg:str) -> str|None:
@@ -25,6 +26,35 @@ def _driver_version() -> str|None:
         try: return pynvml.nvmlSystemGetDriverVersion()
         finally: pynvml.nvmlShutdown()
     except Exception: return None
+
+# %% ../nbs/01_env.ipynb #e1a00002
+@functools.cache
+def nvml_devices() -> tuple[object|None, list, str]:
+    "(the `pynvml` module, one handle per GPU, '') where NVML answers; else (None, [], why not). Asked once."
+    try:
+        import pynvml as nv
+        nv.nvmlInit()
+        return nv, [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())], ""
+    except Exception as e: return None, [], f"{type(e).__name__}: {e}"
+
+# %% ../nbs/01_env.ipynb #e1a00005
+NVML_READINGS = {  # reading: how to get it from the `pynvml` module and a device handle
+    "util_percent": lambda nv, h: nv.nvmlDeviceGetUtilizationRates(h).gpu,
+    "memory_used_bytes": lambda nv, h: nv.nvmlDeviceGetMemoryInfo(h).used,
+    "memory_free_bytes": lambda nv, h: nv.nvmlDeviceGetMemoryInfo(h).free,
+    "memory_total_bytes": lambda nv, h: nv.nvmlDeviceGetMemoryInfo(h).total,
+    "temp_c": lambda nv, h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+    "power_w": lambda nv, h: nv.nvmlDeviceGetPowerUsage(h) / 1000}
+
+def gpu_readings(nv, # the `pynvml` module
+                 h # an NVML device handle
+                ) -> dict:
+    "Each of `NVML_READINGS` for one GPU, as a float; None where the GPU does not report it."
+    out = {}
+    for k, read in NVML_READINGS.items():
+        try: out[k] = float(read(nv, h))
+        except Exception: out[k] = None  # NVMLError_NotSupported, e.g. power on some boards
+    return out
 
 # %% ../nbs/01_env.ipynb #cdf58069
 def cuda_available() -> bool:

@@ -4,38 +4,29 @@
 
 # %% ../nbs/43_monitor.ipynb #m0000005
 from __future__ import annotations
-import contextlib, functools, json, os, shutil, subprocess, tempfile, time
+import contextlib, json, os, shutil, subprocess, tempfile, time
 from pathlib import Path
 import httpx
 import numpy as np
 import psutil
 import yaml
 from prometheus_client.core import GaugeMetricFamily
+from .env import gpu_readings, nvml_devices
 
 # %% auto #0
-__all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'nvml_devices', 'gpu_families',
-           'tree_rss', 'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules',
-           'alert_tests', 'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'p95',
-           'panels_for', 'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server',
-           'growth_per_s', 'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
+__all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'gpu_families', 'tree_rss',
+           'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules', 'alert_tests',
+           'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'p95', 'panels_for',
+           'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server', 'growth_per_s',
+           'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
 
 # %% ../nbs/43_monitor.ipynb #m0000007
-DCGM_METRICS = {  # DCGM field name: (help, reading from an NVML device handle)
-    "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (%)", lambda nv, h: nv.nvmlDeviceGetUtilizationRates(h).gpu),
-    "DCGM_FI_DEV_FB_USED": ("framebuffer memory used (MiB)", lambda nv, h: nv.nvmlDeviceGetMemoryInfo(h).used / 2**20),
-    "DCGM_FI_DEV_FB_FREE": ("framebuffer memory free (MiB)", lambda nv, h: nv.nvmlDeviceGetMemoryInfo(h).free / 2**20),
-    "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (C)",
-                             lambda nv, h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-    "DCGM_FI_DEV_POWER_USAGE": ("power draw (W)", lambda nv, h: nv.nvmlDeviceGetPowerUsage(h) / 1000)}
-
-@functools.cache
-def nvml_devices() -> tuple[object|None, list, str]:
-    "(the `pynvml` module, one handle per GPU, '') where NVML answers; else (None, [], why not). Asked once."
-    try:
-        import pynvml as nv
-        nv.nvmlInit()
-        return nv, [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())], ""
-    except Exception as e: return None, [], f"{type(e).__name__}: {e}"
+DCGM_METRICS = {  # DCGM field name: (help, the `gpu_readings` key, divisor to DCGM's unit)
+    "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (%)", "util_percent", 1),
+    "DCGM_FI_DEV_FB_USED": ("framebuffer memory used (MiB)", "memory_used_bytes", 2**20),
+    "DCGM_FI_DEV_FB_FREE": ("framebuffer memory free (MiB)", "memory_free_bytes", 2**20),
+    "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (C)", "temp_c", 1),
+    "DCGM_FI_DEV_POWER_USAGE": ("power draw (W)", "power_w", 1)}
 
 # %% ../nbs/43_monitor.ipynb #m0000009
 def gpu_families(nv, # the `pynvml` module (None: no GPU metrics)
@@ -43,10 +34,12 @@ def gpu_families(nv, # the `pynvml` module (None: no GPU metrics)
                 ) -> list[GaugeMetricFamily]:
     "One gauge family per DCGM metric, a sample per GPU labelled `gpu` (its index) and `UUID`."
     if nv is None: return []
+    reads = [(str(i), str(nv.nvmlDeviceGetUUID(h)), gpu_readings(nv, h)) for i, h in enumerate(handles)]
     out = []
-    for name, (doc, read) in DCGM_METRICS.items():
+    for name, (doc, key, div) in DCGM_METRICS.items():
         g = GaugeMetricFamily(name, doc, labels=["gpu", "UUID"])
-        for i, h in enumerate(handles): g.add_metric([str(i), str(nv.nvmlDeviceGetUUID(h))], float(read(nv, h)))
+        for i, uuid, r in reads:
+            if r[key] is not None: g.add_metric([i, uuid], r[key] / div)  # a reading the board lacks is left out
         out.append(g)
     return out
 

@@ -13,7 +13,7 @@ from .run import Run
 
 # %% auto #0
 __all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'send_json', 'send_event', 'StandIn',
-           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer']
+           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -215,3 +215,19 @@ class CharTokenizer:
     def __len__(self): return 128
     def __call__(self, text:str, add_special_tokens:bool=False): return {"input_ids": [ord(c) for c in text]}
     def decode(self, ids, skip_special_tokens:bool=True): return "".join(map(chr, ids))
+
+# %% ../nbs/04_testing.ipynb #f4a7e002
+def fake_pynvml(**readings):
+    "A stand-in for the `pynvml` module whose device handles are dicts of readings (`util`, `used`, ...)."
+    from types import SimpleNamespace as NS
+    def get(key):
+        def read(h, *args):
+            v = {**dict(util=97, used=3 * 2**30, free=77 * 2**30, total=80 * 2**30, temp=86, power_mw=350_000),
+                 **readings, **h}[key]
+            if isinstance(v, Exception): raise v
+            return v
+        return read
+    return NS(NVML_TEMPERATURE_GPU=0, nvmlDeviceGetUtilizationRates=lambda h: NS(gpu=get("util")(h)),
+              nvmlDeviceGetMemoryInfo=lambda h: NS(used=get("used")(h), free=get("free")(h), total=get("total")(h)),
+              nvmlDeviceGetTemperature=get("temp"), nvmlDeviceGetPowerUsage=get("power_mw"),
+              nvmlDeviceGetUUID=lambda h: f"GPU-{h.get('uuid', 'fake')}")

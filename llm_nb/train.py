@@ -10,13 +10,14 @@ import torch
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import,
     from transformers import Trainer, TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
 from .config import ConfigError
-from .run import is_main_process, save_figure, timed_stage
+from .run import is_main_process, timed_stage
+from .track import LiveDashboard
 from .zero import batch_plan, clear_stale_locks, deepspeed_config, world_size
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'precision', 'training_args', 'check_train', 'train_fingerprint', 'CheckpointMarker',
            'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'GuardedTrainer', 'join_deepspeed',
-           'clear_checkpoints', 'fit', 'save_adapter', 'plot_loss', 'run_train', 'nan_at']
+           'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
 
 # %% ../nbs/23_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -235,8 +236,10 @@ def fit(cfg, run, out:Path, drill=None) -> tuple:
     t, scale, events = cfg.train, 1.0, []
     ckpt = resume_checkpoint(cfg, out/"checkpoints")
     if ckpt is None: clear_checkpoints(out/"checkpoints")
+    dash = LiveDashboard(out, batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length, cfg.track)
     for attempt in range(t.max_rollbacks + 1):
         trainer = _trainer(cfg, run, out, scale)
+        trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if drill: drill(trainer)
         if ckpt: print(f"train: resuming from {ckpt.name}" + (f" at learning rate × {scale:g}" if scale != 1 else ""))
         try:
@@ -259,22 +262,6 @@ def save_adapter(trainer, # a trained `Trainer`
     state = trainer.accelerator.get_state_dict(trainer.deepspeed) if trainer.is_deepspeed_enabled else None
     if trainer.args.should_save: trainer.accelerator.unwrap_model(trainer.model).save_pretrained(path, state_dict=state)
 
-# %% ../nbs/23_train.ipynb #a8af04f5
-def plot_loss(history:list, # a Trainer's `state.log_history`
-              path:Path # the PNG to write
-             ) -> Path:
-    "Save the training (and eval) loss curves from a Trainer `log_history` as PNG."
-    from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
-    fig = Figure(figsize=(6, 3.5))
-    ax = fig.subplots()
-    for key, style in (("loss", "o-"), ("eval_loss", "s--")):
-        pts = [(h["step"], h[key]) for h in history if key in h]
-        if pts: ax.plot(*zip(*pts), style, label=key.replace("_", " "))
-    ax.set(xlabel="step", ylabel="loss", title="LoRA training loss")
-    ax.legend()
-    ax.grid(alpha=.3)
-    return save_figure(fig, path)
-
 # %% ../nbs/23_train.ipynb #617cdfe5
 def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
     "Steps, first and last logged loss, eval loss, parameter counts, tokens seen and NaN events, for the report."
@@ -289,7 +276,7 @@ def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
 
 @timed_stage("train")
 def run_train(cfg, run, drill=None) -> dict:
-    "Train a LoRA adapter on tokenize/train; save train/adapter, log.json, loss.png (rank 0), checkpoints."
+    "Train a LoRA adapter on tokenize/train; save train/adapter, log.json, the dashboard (rank 0), checkpoints."
     check_train(cfg)
     out, plan = run.stage_dir("train"), batch_plan(cfg, world_size())
     if is_main_process():
@@ -304,11 +291,10 @@ def run_train(cfg, run, drill=None) -> dict:
     hist = trainer.state.log_history
     (out/"log.json").write_text(json.dumps(hist, indent=2))
     (out/"nan_events.json").write_text(json.dumps(events, indent=2))
-    plot_loss(hist, out/"loss.png")
     print(f"train: {counts['steps']} steps, loss {counts['first_loss']:.3f} -> {counts['last_loss']:.3f}, "
           f"eval {counts['eval_loss']:.3f}")
-    run.record("train", inputs=[run.dir/"tokenize"/"train"], outputs=[out/"adapter", out/"log.json", out/"loss.png"],
-               counts=counts)
+    run.record("train", inputs=[run.dir/"tokenize"/"train"], counts=counts,
+               outputs=[out/"adapter", out/"log.json", out/"series.csv", out/"system.csv", out/"dashboard.png"])
     return counts
 
 # %% ../nbs/23_train.ipynb #n0000009

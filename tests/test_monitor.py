@@ -3,7 +3,8 @@ during the serve_bench stage; every dashboard panel of those sources returns dat
 import json, shutil
 import pytest, yaml
 from llm_nb.config import load_config
-from llm_nb.monitor import nvml_devices, panels_for, promtool
+from llm_nb.env import nvml_devices
+from llm_nb.monitor import panels_for, promtool
 from llm_nb.pipeline import run_serve_bench
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,13 @@
 """Write README.md from nbs/index.ipynb (nbdev_readme needs Quarto, which cannot be installed everywhere).
-Markdown cells are copied; code cells become ```python blocks without their `#|` directives."""
-import json, pathlib, sys
+Markdown cells are copied, with links to notebooks pointed into nbs/ (README.md sits at the root); code cells become
+```python blocks without their `#|` directives."""
+import json, pathlib, re, sys
 root = pathlib.Path(__file__).resolve().parent.parent
 nb = json.loads((root/"nbs"/"index.ipynb").read_text(encoding="utf-8"))
 parts = ["<!-- generated from nbs/index.ipynb by tools/readme.py: edit the notebook, not this file -->"]
 for c in nb["cells"]:
     src = "".join(c["source"]).strip("\n")
-    if c["cell_type"] == "markdown": parts.append(src)
+    if c["cell_type"] == "markdown": parts.append(re.sub(r"\]\(([\w.-]+\.ipynb)\)", r"](nbs/\1)", src))
     elif c["cell_type"] == "code":
         code = "\n".join(l for l in src.splitlines() if not l.startswith("#|")).strip("\n")
         if code: parts.append(f"```python\n{code}\n```")
