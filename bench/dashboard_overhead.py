@@ -1,27 +1,31 @@
-"""Benchmark: what the live training dashboard and its system sampler cost a training run (target <= 2%).
+"""Benchmark: what the live training dashboard, its system sampler and W&B offline cost a training run.
+Target: the dashboard's steady overhead <= 2% (W&B offline is measured and reported beside it).
 
-The same tiny LoRA run (the train stage's `_trainer`, as in bench/trainer_step.py) trains with and without
-`llm_nb.track.LiveDashboard`, in one process, alternating (plain, dashboard, dashboard, plain, ...) `--repeat` times.
-The dashboard runs as in a notebook: live, rendering its picture at every redraw it allows itself (shown through a
-stand-in display handle, so nothing is printed but the rendering is paid in full), a row and a JSON line per log,
-and the sampler thread reading CPU and RAM (GPUs through NVML where there are any) every `--sample-s` seconds.
-`--logging-steps 1` logs every step (the demo logs every 5): the worst case for the per-log work.
+The same tiny LoRA run (the train stage's `_trainer`, as in bench/trainer_step.py) trains three ways in one process,
+rotating the order each round (`--repeat` rounds): plain; with `llm_nb.track.LiveDashboard`; and with the dashboard
+plus a W&B offline run (`start_wandb`, the Trainer's `report_to=["wandb"]`, the dashboard's rows logged to it, W&B's
+own system sampling every `--sample-s` seconds), as `run_train` does. The dashboard runs as in a notebook: live,
+rendering its picture at every redraw it allows itself (shown through a stand-in display handle, so nothing is
+printed but the rendering is paid in full), a row and a JSON line per log, the sampler thread reading CPU and RAM
+(GPUs through NVML where there are any) every `--sample-s` seconds. `--logging-steps 1` logs every step (the demo
+logs every 5): the worst case for the per-log work.
 
 Two measures, side by side:
-1. Accounting (the verdict): the dashboard's callbacks run in the training thread, so the time spent inside them
-   is time added to training; the sampler's readings run in its thread and are timed too. Their sum over the
-   plain run's `train()` time is the overhead, split into the steady part (per-log work, the redraws during
-   training, the sampler) and the one-time part (start, the first picture, which pays for matplotlib's first
-   figure, and the final files and picture at the end), which a run of minutes or hours spreads thin and a run
-   of seconds does not.
-2. A/B: the mean step time (after `--warmup` steps) and the whole `train()` time, dashboard over plain. On a shared
-   2-core machine this ratio moves by several percent from round to round (printed), more than the 2% it is
-   meant to resolve: it is a cross-check of the accounting, not the verdict.
+1. Accounting (the verdict): callbacks run in the training thread, so the time spent inside them is time added to
+   training; the sampler's readings run in its thread and are timed too. Their sum over the plain run's `train()`
+   time is the overhead, split into the steady part (per-log work, the redraws during training, the sampler, W&B's
+   per-log calls) and the one-time part (start, the first picture, which pays for matplotlib's first figure, the
+   final files and picture; for W&B its start and finish, outside `train()`), which a run of minutes or hours
+   spreads thin and a run of seconds does not. W&B's own processes (its service, its system sampler) run beside
+   training and are not in the accounting: the A/B ratio shows them.
+2. A/B: the mean step time (after `--warmup` steps) and the whole `train()` time over plain. On a shared 2-core
+   machine this moves by several percent from round to round (printed), more than the 2% it is meant to resolve:
+   a cross-check of the accounting, not the verdict.
 
-    python bench/dashboard_overhead.py [--steps 200] [--warmup 5] [--repeat 2] [--logging-steps 1] [--sample-s 5]
+    python bench/dashboard_overhead.py [--steps 200] [--warmup 5] [--repeat 3] [--logging-steps 1] [--sample-s 5]
                                        [--redraw-s 2] [--threads 1] [--target 0.02]
 """
-import argparse, functools, statistics, sys, time, warnings
+import argparse, functools, statistics, sys, tempfile, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from trainer_step import load, step_times, timer_callback  # the step timer of the trainer benchmark
@@ -30,7 +34,7 @@ class QuietHandle:
     "Stands in for the notebook's display handle: takes each redrawn picture and shows nothing."
     def update(self, img): pass
 
-SPENT = {}  # name -> [seconds of each call] of the timed dashboard/sampler methods (this run)
+SPENT = {}  # name -> [seconds of each call] of the timed methods (this run)
 
 def timed(name, f):
     "`f`, appending the seconds each call takes to SPENT[name]."
@@ -41,17 +45,24 @@ def timed(name, f):
         finally: SPENT.setdefault(name, []).append(time.perf_counter() - t)
     return g
 
+class TimedRun:
+    "A W&B run whose `log` calls (the dashboard's) are timed as 'dash_wandb_log'."
+    def __init__(self, wb): self.wb, self.log = wb, timed("dash_wandb_log", wb.log)
+
 def instrument():
-    "Time the dashboard's callbacks (on_log includes the redraws it triggers) and the sampler's readings."
+    "Time the dashboard's callbacks (on_log includes its redraws, W&B logs), the sampler, the Trainer's W&B callback."
+    from transformers.integrations import WandbCallback
     from llm_nb.track import LiveDashboard, SystemSampler
     for m in ("on_train_begin", "on_log", "on_train_end", "redraw"):
         setattr(LiveDashboard, m, timed(m, getattr(LiveDashboard, m)))
     SystemSampler.sample = timed("sample", SystemSampler.sample)
+    for m in ("on_train_begin", "on_log", "on_train_end"):
+        setattr(WandbCallback, m, timed("wandb_" + m, getattr(WandbCallback, m)))
 
-def train_once(cfg, run, out, keep, dashboard=None):
+def train_once(cfg, run, out, keep, dashboard=None, report_to="none"):
     "Train a fresh `_trainer` (`dashboard` added, if given): (step wall times of `keep`, train() seconds)."
     from llm_nb.train import _trainer
-    tr = _trainer(cfg, run, out)
+    tr = _trainer(cfg, run, out, report_to=report_to)
     cb = timer_callback()
     tr.add_callback(cb)
     if dashboard: tr.add_callback(dashboard)
@@ -59,25 +70,47 @@ def train_once(cfg, run, out, keep, dashboard=None):
     tr.train()
     return step_times(cb.end, t0, keep), time.perf_counter() - t0
 
+def contender(name, cfg, run, out, keep, tokens, track):
+    "Train once as `name` (plain, dashboard, dashboard+W&B): (step times, train() s, SPENT by name, dashboard info)."
+    from llm_nb.track import LiveDashboard, start_wandb, wandb_summary
+    SPENT.clear()
+    if name == "plain": return (*train_once(cfg, run, out, keep), {}, None)
+    wb = timed("wandb_start", start_wandb)(cfg, Path(tempfile.mkdtemp()), "offline") if "W&B" in name else None
+    dash = LiveDashboard(out/"dash", tokens, track, wandb_run=TimedRun(wb) if wb else None)
+    dash.handle = QuietHandle()  # as if displayed in a notebook already: every redraw renders
+    w, t = train_once(cfg, run, out, keep, dash, ["wandb"] if wb else "none")
+    if wb: timed("wandb_finish", wandb_summary)(wb, Path(wb.dir).parents[2])
+    return w, t, dict(SPENT), (dash.redraws, len(dash.sampler.samples), len(dash.rows))
+
+def shares(spent:dict) -> dict:
+    "Seconds of the dashboard and of W&B, steady and once, from one run's SPENT."
+    s = lambda k: sum(spent.get(k, []))
+    first = spent["redraw"][0]  # the first picture, at the first log
+    wb_log = s("dash_wandb_log")
+    return {"dashboard steady": s("on_log") - first - wb_log + s("sample"),
+            "dashboard once": s("on_train_begin") + first + s("on_train_end"),
+            "W&B steady": s("wandb_on_log") + wb_log,
+            "W&B once": s("wandb_start") + s("wandb_on_train_begin") + s("wandb_on_train_end") + s("wandb_finish")}
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200); ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=2); ap.add_argument("--logging-steps", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3); ap.add_argument("--logging-steps", type=int, default=1)
     ap.add_argument("--sample-s", type=float, default=5.0); ap.add_argument("--redraw-s", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=1); ap.add_argument("--target", type=float, default=0.02)
     a = ap.parse_args()
-    import torch
+    import os, torch
+    os.environ.setdefault("WANDB_SILENT", "true")
     warnings.filterwarnings("ignore")
     torch.set_num_threads(a.threads)
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error()
     from llm_nb.config import TrackCfg
     from llm_nb.testing import run_until
-    from llm_nb.track import LiveDashboard
     from llm_nb.zero import batch_plan
     instrument()
     ov = {"train.max_steps": a.steps, "train.logging_steps": a.logging_steps, "train.save_steps": 0,
-          "train.eval_steps": 0, "train.resume": "no"}
+          "train.eval_steps": 0, "train.resume": "no", "track.wandb": "offline", "track.sample_s": a.sample_s}
     t = time.perf_counter()
     run = run_until("train", **ov)
     cfg, out = run.cfg, run.stage_dir("train")
@@ -85,42 +118,32 @@ def main():
     track = TrackCfg(live=True, sample_s=a.sample_s, redraw_s=a.redraw_s)
     print(f"prepared the run in {time.perf_counter() - t:.0f}s; {a.steps} steps per run, logging every "
           f"{a.logging_steps}, {tokens} tokens per step, torch threads {a.threads}, load average {load()}")
-    keep = list(range(a.warmup, a.steps))
-    steps, total, shares = {"plain": [], "dashboard": []}, {"plain": [], "dashboard": []}, []
+    keep, names = list(range(a.warmup, a.steps)), ["plain", "dashboard", "dashboard+W&B"]
+    steps, total, parts = ({n: [] for n in names} for _ in range(3))
     for r in range(a.repeat):
-        for name in (("plain", "dashboard") if r % 2 == 0 else ("dashboard", "plain")):
-            dash = None
-            if name == "dashboard":
-                dash = LiveDashboard(out/"dash", tokens, track)
-                dash.handle = QuietHandle()  # as if displayed in a notebook already: every redraw renders
-                SPENT.clear()
-            w, t = train_once(cfg, run, out, keep, dash)
+        for name in names[r % 3:] + names[:r % 3]:
+            w, t, spent, info = contender(name, cfg, run, out, keep, tokens, track)
             steps[name].append(w)
             total[name].append(t)
-            if dash:
-                spent, first = {k: sum(v) for k, v in SPENT.items()}, SPENT["redraw"][0]  # first: at the first log
-                info = dash.redraws, len(dash.sampler.samples), len(dash.rows)
-        plain_s = total["plain"][-1]
-        steady = spent.get("on_log", 0) - first + spent.get("sample", 0)
-        once = spent.get("on_train_begin", 0) + first + spent.get("on_train_end", 0)
-        shares.append((steady / plain_s, once / plain_s))
-        print(f"round {r + 1}: train() plain {plain_s:.2f} s, dashboard {total['dashboard'][-1]:.2f} s; inside the "
-              f"dashboard {steady:.3f} s steady (on_log {spent.get('on_log', 0):.3f} less the first picture, sampler "
-              f"{spent.get('sample', 0):.3f}) + {once:.3f} s once (first picture {first:.3f}); redraws {info[0]} "
-              f"({spent.get('redraw', 0):.3f} s), system samples {info[1]}, rows {info[2]}", flush=True)
-    steady, once = (statistics.mean(s[i] for s in shares) for i in (0, 1))
-    run_s = statistics.mean(total["plain"])
-    print(f"\naccounting over {a.repeat} runs: steady {100 * steady:.2f}% of the plain train() time, one-time "
-          f"{100 * once:.2f}% (of this {run_s:.0f} s run), together {100 * (steady + once):.2f}%")
+            if spent: parts[name].append(shares(spent))
+            extra = f" (redraws {info[0]}, samples {info[1]}, rows {info[2]})" if info else ""
+            print(f"round {r + 1}: {name:14} train() {t:6.2f} s, mean step {1000 * statistics.mean(w):.1f} ms{extra}"
+                  + "".join(f"; {k} {v:.3f} s" for k, v in (shares(spent) if spent else {}).items() if v), flush=True)
+    plain_s = statistics.mean(total["plain"])
+    print(f"\naccounting, mean over {a.repeat} rounds, as a share of the plain train() time ({plain_s:.1f} s):")
+    for name in names[1:]:
+        avg = {k: statistics.mean(p[k] for p in parts[name]) / plain_s for k in parts[name][0]}
+        print(f"  {name:14}" + ", ".join(f"{k} {100 * v:.2f}%" for k, v in avg.items() if v))
+        if name == "dashboard": steady = avg["dashboard steady"]
     mean = lambda runs: statistics.mean(sum(runs, []))
-    print(f"A/B mean step after warm-up: plain {1000 * mean(steps['plain']):.1f} ms, dashboard "
-          f"{1000 * mean(steps['dashboard']):.1f} ms, ratio {mean(steps['dashboard']) / mean(steps['plain']):.4f}x; "
-          f"whole train() ratio {statistics.mean(total['dashboard']) / statistics.mean(total['plain']):.4f}x")
-    per_round = [statistics.mean(d) / statistics.mean(p) for d, p in zip(steps["dashboard"], steps["plain"])]
-    print("A/B per-round step ratio (its noise): " + ", ".join(f"{x:.3f}" for x in per_round)
-          + f"; load average now {load()}")
+    for name in names[1:]:
+        rounds = [statistics.mean(d) / statistics.mean(p) for d, p in zip(steps[name], steps["plain"])]
+        print(f"A/B {name:14} mean step {mean(steps[name]) / mean(steps['plain']):.4f}x plain (per round "
+              + ", ".join(f"{x:.3f}" for x in rounds) + f"), whole train() "
+              f"{statistics.mean(total[name]) / plain_s:.4f}x")
+    print(f"load average now {load()}")
     ok = steady <= a.target
-    print(f"verdict on the steady overhead: {100 * steady:.2f}%, target <= {100 * a.target:.0f}%: "
+    print(f"verdict on the dashboard's steady overhead: {100 * steady:.2f}%, target <= {100 * a.target:.0f}%: "
           f"{'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -224,12 +224,18 @@ class LaunchCfg(Section):
 
 # %% ../nbs/00_config.ipynb #7c4a0b02
 class TrackCfg(Section):
-    "What training reports while it runs: system readings and the live dashboard."
+    "What training reports while it runs: system readings, the live dashboard, Weights & Biases."
     live: bool|Literal["auto"] = "auto"  # redraw the dashboard in the notebook; auto: when in a Jupyter kernel
     redraw_s: float = Field(2.0, gt=0)  # seconds between two redraws at least
     redraw_budget: float = Field(0.01, gt=0, le=1)  # share of the training time redraws may take
     sample_s: float = Field(5.0, gt=0)  # seconds between system readings (CPU, RAM, GPUs)
     gpus: bool = True  # read GPUs through NVML (where there is no driver, it says so once and reads the CPU side)
+    # W&B: auto = online where a W&B key is known (WANDB_API_KEY, `wandb login`), else offline (a local run under
+    # train/wandb, uploaded later by `wandb sync`); WANDB_MODE, when set, decides auto; disabled = no W&B (W&B's
+    # own word: YAML reads a bare `off` as false)
+    wandb: Literal["auto", "offline", "online", "disabled"] = "auto"
+    wandb_project: str = "llm_nb"
+    wandb_tags: list[str] = []  # besides those from the config: the model, "lora", the ZeRO stage
 
 # %% ../nbs/00_config.ipynb #3c1d0a51
 class LocalTask(Section):
@@ -260,6 +266,7 @@ class ExportCfg(Section):
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
     verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
     lm_eval: bool = True  # run the evaluate stage's lm-eval tasks on each GGUF file, beside base and fine-tuned
+    verbose: bool = False  # show llama.cpp's own log while quantizing (a line per tensor)
 
 # %% ../nbs/00_config.ipynb #98eafde5
 class ServeCfg(Section):

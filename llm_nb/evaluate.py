@@ -13,7 +13,7 @@ from lm_eval.api.model import TemplateLM
 from tqdm.auto import tqdm
 from .config import ConfigError
 from .env import cuda_available
-from .run import save_figure, timed_stage
+from .run import save_figure, show_table, timed_stage
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
@@ -410,6 +410,6 @@ def run_evaluate(cfg, run) -> dict:
         scores = hf_lm_eval(cfg, tasks, out/"tasks", base, adapter)
         outputs += write_lm_eval(tasks, scores, out) + [out/"tasks"]
         res["lm_eval"] = main_metrics(scores)
-        print("evaluate: lm-eval\n" + lm_eval_markdown(scores))
+        show_table("evaluate: lm-eval", lm_eval_markdown(scores))
     run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", adapter], outputs=outputs, counts=res)
     return res

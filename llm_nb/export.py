@@ -8,7 +8,7 @@ import json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
-from .run import save_figure, timed_stage
+from .run import save_figure, show_table, timed_stage
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
@@ -86,10 +86,12 @@ QUANT_FTYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q4_0": "LLAMA_FTYPE_MOSTLY_Q
 def quantize_gguf(src_file:Path, # the GGUF to quantize (the converter's f16/bf16/f32 file)
                   out_file:Path, # the quantized GGUF to write
                   quant:str="q8_0", # a key of `QUANT_FTYPES`
-                  threads:int=0 # 0 = llama.cpp's default
+                  threads:int=0, # 0 = llama.cpp's default
+                  verbose:bool=False # show llama.cpp's log (the loader's and quantizer's lines for every tensor)
                  ) -> Path:
     "Quantize a GGUF file with llama.cpp's `llama_model_quantize`."
-    import llama_cpp
+    import logging, llama_cpp
+    logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)  # its log callback's
     p = llama_cpp.llama_model_quantize_default_params()
     p.ftype = getattr(llama_cpp, QUANT_FTYPES[quant])
     p.nthread = threads
@@ -307,7 +309,7 @@ def _gguf_files(merged:Path, # the merged checkpoint
     "The converter's `outtype` file, then each of `ec.quants` quantized from it: {format: path}."
     first = convert_to_gguf(merged, out/f"model-{ec.outtype}.gguf", ec.outtype, llama_cpp_src(ec.llama_cpp_src))
     files = {ec.outtype: first}
-    for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q)
+    for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q, verbose=ec.verbose)
     return files
 
 @timed_stage("export")
@@ -328,7 +330,7 @@ def run_export(cfg, # the run's config
         rows = verify_gguf(files, merged, held_out_blocks(run, ec.verify_blocks), cfg.model)
         outputs += _write_quality(rows, out)
         counts["quality"] = {r["format"]: {k: r[k] for k in QUALITY_FIELDS} for r in rows}
-        print(f"export: verified on {rows[0]['positions']} held-out positions\n" + quality_markdown(rows))
+        show_table(f"export: verified on {rows[0]['positions']} held-out positions", quality_markdown(rows))
     else:
         for f in files.values():
             print(f"export: {f.name}: {f.stat().st_size/2**20:.2f} MiB (not verified: export.verify_blocks=0)")
@@ -336,7 +338,7 @@ def run_export(cfg, # the run's config
                                                        cfg.evaluate.limit)):
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
         counts["lm_eval"] = main_metrics(scores)
-        print("export: lm-eval, the same questions for every model\n" + lm_eval_markdown(scores))
+        show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
     run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval"], outputs=outputs,
                counts=counts)
     return counts

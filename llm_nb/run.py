@@ -11,8 +11,8 @@ from .config import Config, to_yaml, expand
 from .env import _version
 
 # %% auto #0
-__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'is_main_process', 'Run',
-           'timed_stage']
+__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter', 'show_table',
+           'is_main_process', 'Run', 'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -59,6 +59,21 @@ def save_figure(fig, # a `matplotlib.figure.Figure`
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     return Path(path)
+
+# %% ../nbs/02_run.ipynb #r0b00002
+def in_jupyter() -> bool:
+    "True inside a Jupyter kernel, where displayed outputs render (and can be updated in place)."
+    try: from IPython import get_ipython
+    except ImportError: return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+def show_table(head:str, # the line above the table, e.g. "export: verified on 512 held-out positions"
+               md:str # the table, as Markdown
+              ) -> None:
+    "Show a Markdown table under its heading: rendered in a Jupyter kernel, printed as text elsewhere."
+    if not in_jupyter(): return print(f"{head}\n{md}")
+    from IPython.display import Markdown, display
+    display(Markdown(f"{head}\n\n{md}"))
 
 # %% ../nbs/02_run.ipynb #r0a00002
 def is_main_process() -> bool:

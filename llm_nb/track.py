@@ -4,7 +4,7 @@
 
 # %% ../nbs/22b_track.ipynb #t0000005
 from __future__ import annotations
-import contextlib, csv, functools, io, json, threading, time
+import contextlib, csv, functools, io, json, netrc, os, threading, time
 from pathlib import Path
 import psutil
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import
@@ -12,10 +12,11 @@ with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline trans
 from fastcore.basics import patch
 from .config import TrackCfg
 from .env import gpu_readings, nvml_devices
+from .run import in_jupyter, is_main_process
 
 # %% auto #0
-__all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'write_csv', 'plot_dashboard', 'in_jupyter', 'figure_png',
-           'LiveDashboard']
+__all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
+           'LiveDashboard', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary']
 
 # %% ../nbs/22b_track.ipynb #t0000007
 def system_reading(proc:psutil.Process, # the process whose CPU and memory count (this one)
@@ -95,6 +96,13 @@ def log_row(step:int, # the optimizer step of the log
         row["tokens_per_s"] = (step - since[0]) * tokens_per_step / (seconds - since[1])
     return row | {f"system/{k}": v for k, v in (system or {}).items() if k != "time"}
 
+# %% ../nbs/22b_track.ipynb #t0000045
+def wandb_metrics(row:dict) -> dict: # a `log_row` row
+    "What W&B gets from a row: tokens/s and the system readings, at the row's `train/global_step`."
+    out = {k: v for k, v in row.items() if k.startswith("system/") and v is not None}
+    if "tokens_per_s" in row: out["train/tokens_per_s"] = row["tokens_per_s"]
+    return out and out | {"train/global_step": row["step"]}
+
 # %% ../nbs/22b_track.ipynb #t0000020
 def write_csv(rows:list, # dicts, keys may differ from row to row
               path:Path # the CSV file to write
@@ -143,12 +151,6 @@ def plot_dashboard(rows:list, # `log_row` rows
     return fig
 
 # %% ../nbs/22b_track.ipynb #t0000028
-def in_jupyter() -> bool:
-    "True inside a Jupyter kernel, where a displayed output can be updated in place."
-    try: from IPython import get_ipython
-    except ImportError: return False
-    return getattr(get_ipython(), "kernel", None) is not None
-
 def figure_png(fig) -> bytes: # a `matplotlib.figure.Figure`
     "The figure as PNG bytes (at the figure's own dpi and layout)."
     buf = io.BytesIO()
@@ -161,9 +163,11 @@ class LiveDashboard(TrainerCallback):
     def __init__(self, out_dir:Path, # where series.jsonl/.csv, system.csv and dashboard.png go
                  tokens_per_step:int, # tokens in one global batch
                  cfg:TrackCfg|None=None, # `Config.track` (None: its defaults)
-                 sampler:SystemSampler|None=None # default: a new one per `cfg`
+                 sampler:SystemSampler|None=None, # default: a new one per `cfg`
+                 wandb_run=None # a W&B run (`start_wandb`) that also gets tokens/s and the system readings
                 ):
         self.out, self.tokens_per_step, self.cfg = Path(out_dir), tokens_per_step, cfg or TrackCfg()
+        self.wandb = wandb_run
         self.live = in_jupyter() if self.cfg.live == "auto" else self.cfg.live
         self.sampler = sampler or SystemSampler(self.cfg.sample_s, self.cfg.gpus)
         self.rows, self.handle, self.redraws, self.next_draw, self.done = [], None, 0, 0.0, False
@@ -184,6 +188,7 @@ class LiveDashboard(TrainerCallback):
         if "tokens_per_s" in row: self.since = (row["step"], row["seconds"])
         self.rows.append(row)
         with open(self.series, "a") as f: f.write(json.dumps(row) + "\n")
+        if self.wandb is not None and (m := wandb_metrics(row)): self.wandb.log(m)
         if self.done: self.finish()  # an evaluation after training: the files take it in
         elif self.live and time.time() >= self.next_draw: self.redraw()
 
@@ -219,3 +224,54 @@ def finish(self:LiveDashboard) -> dict:
     if self.live: self.redraw(png)
     self.done = True
     return paths
+
+# %% ../nbs/22b_track.ipynb #t0000051
+def _wandb_key_known(env:dict, # environment variables
+                     netrc_file:str|None=None # default: ~/.netrc
+                    ) -> bool:
+    "True where W&B has a key: WANDB_API_KEY, or an api.wandb.ai entry in the netrc file (what `wandb login` writes)."
+    if env.get("WANDB_API_KEY"): return True
+    try: return netrc.netrc(netrc_file).authenticators("api.wandb.ai") is not None
+    except (OSError, netrc.NetrcParseError): return False
+
+def wandb_mode(tc:TrackCfg, # `Config.track`
+               env:dict|None=None, # default: os.environ
+               netrc_file:str|None=None # default: ~/.netrc
+              ) -> str:
+    "`track.wandb` resolved: offline, online or disabled (auto: WANDB_MODE if set, online with a key, else offline)."
+    env = os.environ if env is None else env
+    if tc.wandb != "auto": return tc.wandb
+    m = {"dryrun": "offline", "run": "online"}.get(env.get("WANDB_MODE", ""), env.get("WANDB_MODE", ""))
+    if m in ("offline", "online", "disabled"): return m
+    return "online" if _wandb_key_known(env, netrc_file) else "offline"
+
+# %% ../nbs/22b_track.ipynb #t0000054
+def wandb_tags(cfg) -> list[str]: # the run's `Config`
+    "The run's W&B tags: `track.wandb_tags`, the model's name, 'lora', and the ZeRO stage when DeepSpeed is on."
+    model = Path(cfg.model.name_or_path).name or cfg.model.name_or_path
+    zero = [f"zero{cfg.deepspeed.stage}"] if cfg.deepspeed.stage != "off" else []
+    return list(dict.fromkeys([*cfg.track.wandb_tags, model, "lora", *zero]))
+
+def start_wandb(cfg, # the run's `Config`
+                out:Path, # the train stage's folder: W&B writes to out/wandb
+                mode:str # from `wandb_mode`
+               ):
+    "This training's W&B run, started on rank 0 (name, config, tags from `cfg`); None when disabled or on other ranks."
+    if mode == "disabled" or not is_main_process(): return None
+    import wandb
+    if wandb.run is not None: wandb.finish()  # one left open (an interrupted cell): never log into another run
+    Path(out).mkdir(parents=True, exist_ok=True)
+    settings = wandb.Settings(x_stats_sampling_interval=cfg.track.sample_s, console="off", silent=True)
+    return wandb.init(project=cfg.track.wandb_project, name=cfg.run.name, tags=wandb_tags(cfg), mode=mode,
+                      config=cfg.model_dump(mode="json"), dir=str(out), settings=settings)
+
+# %% ../nbs/22b_track.ipynb #t0000058
+def wandb_summary(wb, # a run from `start_wandb`, or None
+                  run_dir:Path # the run folder (the summary names the W&B folder relative to it)
+                 ) -> dict:
+    "Finish the W&B run `wb`, print where it is, and return {wandb: mode, wandb_dir: its folder} for the report."
+    if wb is None: return {}
+    folder, mode = Path(wb.dir).parent, wb.settings.mode
+    wb.finish()
+    print(f"train: W&B {mode} run in {folder}" + (f" (upload it: wandb sync {folder})" if mode == "offline" else ""))
+    return dict(wandb=mode, wandb_dir=str(folder.relative_to(run_dir)))

@@ -11,7 +11,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline trans
     from transformers import Trainer, TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
 from .config import ConfigError
 from .run import is_main_process, timed_stage
-from .track import LiveDashboard
+from .track import LiveDashboard, start_wandb, wandb_mode, wandb_summary
 from .zero import batch_plan, clear_stale_locks, deepspeed_config, world_size
 
 # %% auto #0
@@ -37,7 +37,8 @@ def training_args(cfg, # the run's `Config`
                   out_dir:Path, # the Trainer's output folder (checkpoints)
                   use_cpu:bool, # train on the CPU even when a GPU is there
                   prec:str="fp32", # from `precision`
-                  ds:dict|None=None # a DeepSpeed config from `deepspeed_config` (None: no DeepSpeed)
+                  ds:dict|None=None, # a DeepSpeed config from `deepspeed_config` (None: no DeepSpeed)
+                  report_to:str|list="none" # "none", or ["wandb"] where `start_wandb` started a run
                  ):
     "`TrainingArguments` from `cfg.train` (transformers 5 names)."
     from transformers import TrainingArguments
@@ -54,7 +55,7 @@ def training_args(cfg, # the run's `Config`
         metric_for_best_model="eval_loss" if t.load_best_model_at_end else None,
         bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        torch_compile=t.torch_compile, deepspeed=ds, report_to="none", use_cpu=use_cpu,
+        torch_compile=t.torch_compile, deepspeed=ds, report_to=report_to, use_cpu=use_cpu,
         seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
 
 # %% ../nbs/23_train.ipynb #86f95f27
@@ -198,7 +199,7 @@ def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather 
     deepspeed.init_distributed(dist_backend="gloo" if use_cpu else "nccl")
 
 # %% ../nbs/23_train.ipynb #98542d0f
-def _trainer(cfg, run, out:Path, lr_scale:float=1.0) -> GuardedTrainer:
+def _trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
     "A `GuardedTrainer` of the LoRA-wrapped base model on tokenize/train (and eval), with checkpoint markers."
     from datasets import load_from_disk
     from transformers import DataCollatorForLanguageModeling, set_seed
@@ -211,7 +212,7 @@ def _trainer(cfg, run, out:Path, lr_scale:float=1.0) -> GuardedTrainer:
     base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
     ds = deepspeed_config(cfg, pin_memory=not use_cpu)
     if ds: join_deepspeed(use_cpu)
-    args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds)  # before the model
+    args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds, report_to)  # before the model
     tok = set_padding_side(load_tokenizer(base, cfg.model.trust_remote_code), cfg.tokenize)
     model = add_lora(load_model(base, cfg.model), cfg.lora, gradient_checkpointing=cfg.train.gradient_checkpointing)
     if cfg.train.gradient_checkpointing: model.config.use_cache = False  # the cache is useless, and conflicts
@@ -231,14 +232,15 @@ def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder
     return gone
 
 # %% ../nbs/23_train.ipynb #d0000004
-def fit(cfg, run, out:Path, drill=None) -> tuple:
+def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
     "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
     t, scale, events = cfg.train, 1.0, []
     ckpt = resume_checkpoint(cfg, out/"checkpoints")
     if ckpt is None: clear_checkpoints(out/"checkpoints")
-    dash = LiveDashboard(out, batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length, cfg.track)
+    tokens = batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
+    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
     for attempt in range(t.max_rollbacks + 1):
-        trainer = _trainer(cfg, run, out, scale)
+        trainer = _trainer(cfg, run, out, scale, ["wandb"] if wandb_run else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if drill: drill(trainer)
         if ckpt: print(f"train: resuming from {ckpt.name}" + (f" at learning rate × {scale:g}" if scale != 1 else ""))
@@ -283,10 +285,16 @@ def run_train(cfg, run, drill=None) -> dict:
         note = f" ({plan['note']})" if plan["note"] else ""
         print(f"train: {plan['world_size']} rank(s) × micro-batch {plan['micro_batch_per_device']} × grad_accum "
               f"{plan['grad_accum']} = global batch {plan['train_batch_size']}{note}")
-    trainer, res, events = fit(cfg, run, out, drill)
-    ev = trainer.evaluate()
+    wb = start_wandb(cfg, out, wandb_mode(cfg.track))
+    try:
+        trainer, res, events = fit(cfg, run, out, drill, wb)
+        ev = trainer.evaluate()
+    except BaseException:
+        if wb: wb.finish(exit_code=1)
+        raise
+    tracked = wandb_summary(wb, run.dir)  # and finishes the W&B run
     save_adapter(trainer, out/"adapter")
-    counts = _train_counts(cfg, trainer, res, events, ev)
+    counts = _train_counts(cfg, trainer, res, events, ev) | tracked
     if not trainer.is_world_process_zero(): return counts
     hist = trainer.state.log_history
     (out/"log.json").write_text(json.dumps(hist, indent=2))
