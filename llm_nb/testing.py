@@ -13,7 +13,7 @@ from .run import Run
 
 # %% auto #0
 __all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'send_json', 'send_event', 'StandIn',
-           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml']
+           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -231,3 +231,16 @@ def fake_pynvml(**readings):
               nvmlDeviceGetMemoryInfo=lambda h: NS(used=get("used")(h), free=get("free")(h), total=get("total")(h)),
               nvmlDeviceGetTemperature=get("temp"), nvmlDeviceGetPowerUsage=get("power_mw"),
               nvmlDeviceGetUUID=lambda h: f"GPU-{h.get('uuid', 'fake')}")
+
+# %% ../nbs/04_testing.ipynb #f4a7e005
+def wandb_log(folder:Path, # a W&B run folder (`offline-run-...`), or a folder above one
+              *needles:bytes, # what the log must hold
+              timeout:float=30 # seconds to wait for them at most
+             ) -> bytes:
+    "The newest W&B transaction log under `folder`, once it holds every needle (or the timeout passed)."
+    deadline = time.time() + timeout
+    while True:
+        logs = sorted(Path(folder).rglob("run-*.wandb"), key=lambda p: p.stat().st_mtime)
+        data = logs[-1].read_bytes() if logs else b""
+        if all(n in data for n in needles) or time.time() > deadline: return data
+        time.sleep(0.2)

@@ -1,10 +1,11 @@
 """Run notebooks top to bottom in a real Jupyter kernel, as JupyterLab's Run All does (nbdev_test does not:
 it runs cells in-process, without the kernel's event loop, and skips `#| gpu` cells that Jupyter would run).
 
-    python tools/run_nbs.py [NB.ipynb ...] [--workers 2] [--timeout 1800]
+    python tools/run_nbs.py [NB.ipynb ...] [--workers 2] [--timeout 1800] [--save DIR]
 
 With no notebook given, every nbs/*.ipynb except those starting with `_`. Prints one line per notebook and, for a
 failure, the failing cell's first lines and the error; the last line is `kernel: N of M notebooks ran`.
+With --save, each executed notebook (outputs and widget state) is written to DIR, for the docs (tools/docs.py).
 Exit status 0 only when all ran.
 """
 from __future__ import annotations
@@ -18,15 +19,18 @@ ERROR_CHARS = 3000  # characters of a failing cell's error shown in the report
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes in IPython tracebacks
 
 
-def run_one(path:str, timeout:int) -> tuple[str, bool, float, str]:
+def run_one(path:str, timeout:int, save:str="") -> tuple[str, bool, float, str]:
     "Execute one notebook in a fresh kernel started in its folder: (name, ok, seconds, failure report)."
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
     p, t0 = Path(path), time.time()
     nb = nbformat.read(p, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(p.parent)}})
-    try: client.execute()
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(p.parent)}},
+                            store_widget_state=True)
+    try:
+        client.execute()
+        if save: nbformat.write(nb, Path(save)/p.name)
     except (CellExecutionError, CellTimeoutError) as e:
         return p.name, False, time.time() - t0, _failure(nb, e)
     except Exception as e:  # the kernel died or could not start
@@ -50,12 +54,14 @@ def main(argv=None) -> int:
     ap.add_argument("notebooks", nargs="*")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds one cell may run")
+    ap.add_argument("--save", default="", help="folder for the executed notebooks (the docs are built from them)")
     a = ap.parse_args(argv)
     nbs = a.notebooks or sorted(str(p) for p in (ROOT/"nbs").glob("*.ipynb") if not p.name.startswith("_"))
     nbs = sorted(nbs, key=lambda p: -Path(p).stat().st_size)  # biggest first: the pool finishes sooner
     ok = 0
+    if a.save: Path(a.save).mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(a.workers) as pool:
-        for name, passed, secs, report in pool.map(run_one, nbs, [a.timeout] * len(nbs)):
+        for name, passed, secs, report in pool.map(run_one, nbs, [a.timeout] * len(nbs), [a.save] * len(nbs)):
             ok += passed
             print(f"{'ok' if passed else 'FAILED'}: {name} in a real kernel ({secs:.0f}s)", flush=True)
             if report: print(report, flush=True)

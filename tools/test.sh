@@ -4,8 +4,10 @@
 #   2. notebooks are committed clean (nbdev_clean changes nothing),
 #   3. every notebook runs top to bottom in-process (nbdev_test; `#| gpu` cells run only where torch sees a GPU),
 #   4. every notebook runs top to bottom in a real Jupyter kernel, as Run All does (tools/run_nbs.py: a kernel has
-#      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves),
-#   5. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
+#      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves;
+#      the executed notebooks are kept in _docs/executed),
+#   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
+#   6. pytest tests/ passes (exit 5, "no tests collected", counts as a failure),
 # then print how literate the notebooks read (tools/nb_metrics.py: information, not a gate)
 # and one closing line: "test: N passed, N failed".
 set -uo pipefail
@@ -46,11 +48,15 @@ echo "notebooks: $((nb_total - nb_failed)) of $nb_total ran top to bottom"
 
 # every notebook in a real kernel; one test per notebook
 kernel_log=$(mktemp)
-python tools/run_nbs.py --workers 2 2>&1 | tee "$kernel_log"
+rm -rf _docs/executed  # only this run's notebooks make the docs
+python tools/run_nbs.py --workers 2 --save _docs/executed 2>&1 | tee "$kernel_log"
 k_ok=$(grep -c '^ok: .* in a real kernel' "$kernel_log" || true)
 k_failed=$((nb_total - k_ok))
 passed=$((passed + k_ok))
 failed=$((failed + k_failed))
+
+# the docs site, from the notebooks just run (outputs, plots, widget state), rendered page by page in Chromium
+check "docs site built offline and rendered in Chromium" python tools/docs.py --check
 
 # pytest
 py_log=$(mktemp)
