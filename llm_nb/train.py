@@ -232,15 +232,11 @@ def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder
     return gone
 
 # %% ../nbs/23_train.ipynb #d0000004
-def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
-    "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
+def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
+    "Train from `ckpt`, starting again from the last complete checkpoint on NaN per `train.nan_policy`."
     t, scale, events = cfg.train, 1.0, []
-    ckpt = resume_checkpoint(cfg, out/"checkpoints")
-    if ckpt is None: clear_checkpoints(out/"checkpoints")
-    tokens = batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
-    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
     for attempt in range(t.max_rollbacks + 1):
-        trainer = _trainer(cfg, run, out, scale, ["wandb"] if wandb_run else "none")
+        trainer = _trainer(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if drill: drill(trainer)
         if ckpt: print(f"train: resuming from {ckpt.name}" + (f" at learning rate × {scale:g}" if scale != 1 else ""))
@@ -255,6 +251,15 @@ def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
             events[-1].update(rolled_back_to=ckpt.name if ckpt else "start", lr_scale=scale)
             back = ckpt.name if ckpt else "the start"
             print(f"train: NaN at step {e.step}: back to {back}, learning rate × {scale:g}")
+
+def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
+    "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
+    ckpt = resume_checkpoint(cfg, out/"checkpoints")
+    if ckpt is None: clear_checkpoints(out/"checkpoints")
+    tokens = batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
+    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
+    try: return _attempts(cfg, run, out, ckpt, dash, drill)
+    finally: dash.sampler.stop()  # a training that failed leaves no sampling thread behind
 
 # %% ../nbs/23_train.ipynb #d0000006
 def save_adapter(trainer, # a trained `Trainer`
