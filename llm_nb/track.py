@@ -16,7 +16,7 @@ from .run import in_jupyter, is_main_process
 
 # %% auto #0
 __all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
-           'LiveDashboard', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary']
+           'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary']
 
 # %% ../nbs/22b_track.ipynb #t0000007
 def system_reading(proc:psutil.Process, # the process whose CPU and memory count (this one)
@@ -224,6 +224,19 @@ def finish(self:LiveDashboard) -> dict:
     if self.live: self.redraw(png)
     self.done = True
     return paths
+
+# %% ../nbs/22b_track.ipynb #t0000061
+def progress_bar_only(trainer) -> None: # a `Trainer`
+    "Replace the Trainer's notebook progress callback by one that keeps the bar but adds no row per log."
+    from transformers.utils.notebook import NotebookProgressCallback
+    class BarOnly(NotebookProgressCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            super().on_train_begin(args, state, control, **kw)
+            self.training_tracker.inner_table = None  # no empty table header: the evaluation's starts its own
+        def on_log(self, args, state, control, logs=None, **kw): pass  # the dashboard draws the loss
+    if any(type(c) is NotebookProgressCallback for c in trainer.callback_handler.callbacks):
+        trainer.remove_callback(NotebookProgressCallback)
+        trainer.add_callback(BarOnly)
 
 # %% ../nbs/22b_track.ipynb #t0000051
 def _wandb_key_known(env:dict, # environment variables

@@ -11,7 +11,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline trans
     from transformers import Trainer, TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
 from .config import ConfigError
 from .run import is_main_process, timed_stage
-from .track import LiveDashboard, start_wandb, wandb_mode, wandb_summary
+from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wandb_summary
 from .zero import batch_plan, clear_stale_locks, deepspeed_config, world_size
 
 # %% auto #0
@@ -238,6 +238,7 @@ def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
     for attempt in range(t.max_rollbacks + 1):
         trainer = _trainer(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
+        if dash.live: progress_bar_only(trainer)  # the dashboard draws the loss: no table of it above the picture
         if drill: drill(trainer)
         if ckpt: print(f"train: resuming from {ckpt.name}" + (f" at learning rate × {scale:g}" if scale != 1 else ""))
         try:

@@ -97,6 +97,8 @@ def drive(page, url:str, art:Path) -> None:
     cells.nth(3).locator(".jp-OutputArea-output", has_text="done").wait_for(timeout=300_000)
     page.screenshot(path=str(art/"notebook.png"))
     assert plot.count() == 1, f"the dashboard left {plot.count()} pictures: it must update one in place"
+    rows = cells.nth(2).locator(".jp-OutputArea-output table tr").count()
+    assert rows <= 3, f"{rows} table rows under the training: the Trainer's loss table is back"  # final eval table
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     assert errors.count() == 0, errors.first.inner_text()[:3000]
     assert page.get_by_text("Error displaying widget").count() == 0
