@@ -193,7 +193,9 @@ class LiveDashboard(TrainerCallback):
         elif self.live and time.time() >= self.next_draw: self.redraw()
 
     def on_train_end(self, args, state, control, **kw):
-        if state.is_world_process_zero: self.sampler.stop(), self.finish()
+        if not state.is_world_process_zero: return
+        self.sampler.stop()
+        self.finish()
 
     @property
     def series(self) -> Path: return self.out/"series.jsonl"

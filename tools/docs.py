@@ -18,7 +18,7 @@ a missing page, or a widget view that does not render; a screenshot of each page
 goes to runs/docs-check/ (or --screens).
 """
 from __future__ import annotations
-import argparse, ast, functools, hashlib, html, importlib, io, json, os, re, shutil, sys, tarfile, threading, time
+import argparse, ast, functools, hashlib, html, importlib, io, os, re, shutil, sys, tarfile, threading, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
