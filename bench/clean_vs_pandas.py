@@ -25,7 +25,8 @@ from llm_nb.run import Run
 from llm_nb.clean import run_clean
 root, words, mem, job = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 exact_only = {"clean.near_dedup": False, "clean.min_chars": 1, "clean.max_symbol_ratio": 1, "clean.max_digit_ratio": 1,
-              "clean.max_dup_line_ratio": 1}  # the job pandas does too
+              "clean.max_dup_line_ratio": 1, "clean.require_letters": False,
+              "clean.reject_mojibake": False}  # the job pandas does too
 cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words,
                            "clean.memory_limit": mem, "clean.threads": 2, **(exact_only if job == "exact" else {})})
 c = run_clean(cfg, Run(cfg.run.root + "/bench", cfg))

@@ -13,11 +13,11 @@ from .run import save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES',
-           'WORDS_PER_PATTERN', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
-           'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'OUTPUTS', 'add_nfkc',
-           'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql', 'sensitive_words',
-           'words_patterns', 'mask_sql', 'any_match_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect',
-           'clean_stats', 'plot_stats', 'run_clean']
+           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS',
+           'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS',
+           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder',
+           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql',
+           'quality_sql', 'near_lsh', 'connect_at', 'connect', 'clean_stats', 'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -167,18 +167,33 @@ def any_match_sql(col:str, # the column (or SQL expression) to test
     return " OR ".join(f"regexp_matches({col}, {_sql_str(p)})" for p in patterns)
 
 # %% ../nbs/11_clean.ipynb #3caee714
+MARK_RUN = r"[^\p{L}\p{N}\s]+"  # a run of marks: punctuation, symbols, emoji
+NUMBER = r"\p{N}+(?:[.,:/\-]\p{N}+)*"  # digits with the separators inside numbers
+_CONT = "[\\x{80}-\\x{BF}€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ]"  # a UTF-8 continuation byte read as Latin-1 or cp1252
+MOJIBAKE = f"[\\x{{C2}}-\\x{{DF}}]{_CONT}|[\\x{{E0}}-\\x{{EF}}]{_CONT}{{2}}|[\\x{{F0}}-\\x{{F4}}]{_CONT}{{3}}"
+
+def marks_sql(col:str # the column (or SQL expression)
+             ) -> str:
+    "SQL of the weight of marks in `col`: per run of marks, its distinct marks; numbers left aside."
+    runs = f"regexp_extract_all(regexp_replace({col}, '{NUMBER}', ' ', 'g'), '{MARK_RUN}')"
+    return f"coalesce(list_sum(list_transform({runs}, lambda r: len(list_distinct(string_split(r, ''))))), 0)"
+
+# %% ../nbs/11_clean.ipynb #mk0c0002
 def quality_sql(ccfg, # the `clean` config section (thresholds)
                 col:str="text" # the column to judge
                ) -> list[tuple[str, str]]:
     "(reason, SQL condition that rejects) for every enabled quality filter, in order."
     n = f"greatest(length({col}), 1)"
     lines = f"list_filter(string_split({col}, chr(10)), lambda x: trim(x) <> '')"
-    symbols = rf"length(regexp_replace({col}, '[\p{{L}}\p{{N}}\p{{P}}\s]', '', 'g'))"
+    letters, marks = rf"length(regexp_replace({col}, '[^\p{{L}}]', '', 'g'))", marks_sql(col)
     digits = rf"length(regexp_replace({col}, '[^\p{{Nd}}]', '', 'g'))"
     repeated = f"1 - len(list_distinct({lines})) / greatest(len({lines}), 1)"
     out = [("too_short", f"length({col}) < {int(ccfg.min_chars)}"),
            ("too_long", f"length({col}) > {int(ccfg.max_chars)}")]
-    if ccfg.max_symbol_ratio < 1: out.append(("symbol_ratio", f"{symbols} / {n} > {ccfg.max_symbol_ratio}"))
+    if ccfg.require_letters: out.append(("no_letters", rf"NOT regexp_matches({col}, '\p{{L}}')"))
+    if ccfg.reject_mojibake: out.append(("mojibake", f"regexp_matches({col}, '{MOJIBAKE}')"))
+    if ccfg.max_symbol_ratio < 1:
+        out.append(("symbol_ratio", f"{marks} / greatest({marks} + {letters}, 1) > {ccfg.max_symbol_ratio}"))
     if ccfg.max_digit_ratio < 1: out.append(("digit_ratio", f"{digits} / {n} > {ccfg.max_digit_ratio}"))
     if ccfg.max_dup_line_ratio < 1: out.append(("repeated_lines", f"{repeated} > {ccfg.max_dup_line_ratio}"))
     return out
@@ -450,7 +465,8 @@ def _top_terms(con, clean:Path, sample:int) -> list:
         SELECT term, count(*) AS n FROM terms GROUP BY 1 ORDER BY n DESC, term LIMIT {TOP_TERMS}""", clean)
 
 # %% ../nbs/11_clean.ipynb #2f36f903
-STEPS = ["sensitive", "too_short", "too_long", "symbol_ratio", "digit_ratio", "repeated_lines", "exact_dup", "near_dup"]
+STEPS = ["sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
+         "repeated_lines", "exact_dup", "near_dup"]
 
 def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
     "[(step, rows remaining after it)] for the input and each step of STEPS that rejected rows."
@@ -461,13 +477,27 @@ def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
             steps.append((s, remaining))
     return steps
 
+# %% ../nbs/11_clean.ipynb #rs0c0002
+REJECT_SAMPLES = 5  # rejected rows per reason shown in stats.json
+SAMPLE_CHARS = 200  # each shown text cut to this many characters
+
+def _reject_samples(con, rejected:Path) -> dict:
+    "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rows of each reason in `rejected`."
+    rows = _query(con, f"""SELECT reason, file, line, left(text, {SAMPLE_CHARS}), dup_of FROM read_parquet(?)
+                           QUALIFY row_number() OVER (PARTITION BY reason ORDER BY file, line) <= {REJECT_SAMPLES}
+                           ORDER BY reason, file, line""", rejected)
+    out = {}
+    for reason, file, line, text, dup_of in rows:
+        out.setdefault(reason, []).append(dict(file=file, line=line, text=text, dup_of=dup_of))
+    return out
+
 # %% ../nbs/11_clean.ipynb #76ba6cc1
 def clean_stats(con, # a connection holding the stage's `judged` table
                 clean:Path, # clean/clean.parquet
                 rejected:Path, # clean/rejected.parquet
                 ccfg # the `clean` config section
                ) -> dict:
-    "Counts per step, PII and sensitive totals (from `judged`), length histogram and top terms."
+    "Counts per step, PII and sensitive totals (from `judged`), length histogram, top terms, rejected samples."
     rows_in = _query(con, "SELECT count(*) FROM judged")[0][0]
     rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", clean)[0][0]
     by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", rejected))
@@ -477,7 +507,7 @@ def clean_stats(con, # a connection holding the stage's `judged` table
                 pii=_pii_totals(con, ccfg),
                 sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0],
                 steps=_steps(rows_in, by_reason), length_hist=_length_hist(con, clean),
-                top_terms=_top_terms(con, clean, ccfg.top_terms_sample),
+                top_terms=_top_terms(con, clean, ccfg.top_terms_sample), samples=_reject_samples(con, rejected),
                 length_median=_query(con, "SELECT coalesce(median(length(text)), 0) FROM read_parquet(?)", clean)[0][0])
 
 # %% ../nbs/11_clean.ipynb #47fb386c

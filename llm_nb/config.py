@@ -11,10 +11,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # %% auto #0
-__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg',
-           'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'explain_error', 'load_config',
-           'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'TinyCfg',
+           'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg',
+           'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError',
+           'explain_error', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -99,8 +99,11 @@ class CleanCfg(Section):
     sensitive_action: Literal["drop", "mask"] = "drop"  # drop the record, or replace each hit with ***
     min_chars: int = Field(5, ge=0)  # shorter normalized texts are rejected
     max_chars: int = Field(100_000, gt=0)  # longer normalized texts are rejected
-    # share of characters that are not letters, digits, punctuation or spaces (1 = off)
-    max_symbol_ratio: float = Field(0.3, ge=0, le=1)
+    # share of marks among letters and marks, where a run of punctuation or symbols (～～～, ⊙▽⊙, →_→) is one mark
+    # and digits and spaces are left aside (1 = off)
+    max_symbol_ratio: float = Field(0.6, ge=0, le=1)
+    require_letters: bool = True  # reject texts without a single letter (punctuation soup, one mark repeated)
+    reject_mojibake: bool = True  # reject UTF-8 that was decoded as Latin-1/cp1252 upstream (Ã©, æ–‡)
     max_digit_ratio: float = Field(0.5, ge=0, le=1)  # share of digits (1 = off)
     max_dup_line_ratio: float = Field(0.3, ge=0, le=1)  # share of non-empty lines repeated within the text (1 = off)
     near_dedup: bool = True  # MinHash + LSH near-duplicate removal (llm_nb.minhash), pairs verified exactly
@@ -116,6 +119,21 @@ class CleanCfg(Section):
     engine: Literal["duckdb", "datatrove"] = "duckdb"
     executor: Literal["slurm", "local"] = "slurm"  # datatrove's: Slurm jobs (`launch.slurm`), or local processes
     tasks: int = Field(2, gt=0)  # datatrove tasks of each parallel step (input shards, signature batches)
+
+# %% ../nbs/00_config.ipynb #an0c0002
+class AnnotateCfg(Section):
+    "Doccano exports → HF `tokens` + `ner_tags` (BIO/BIOES): validation, label statistics, agreement."
+    input: str = ""  # a Doccano JSONL export (`{run}` allowed); "" = no annotation stage
+    second: str = ""  # a second annotator's export of the same texts: agreement (kappa per token, span F1)
+    # auto: spans → sequence labeling, a list of strings → classification (seq2seq exports look the same: say so)
+    task: Literal["auto", "sequence_labeling", "classification", "seq2seq"] = "auto"
+    scheme: Literal["BIO", "BIOES"] = "BIO"  # tag scheme of `ner_tags`
+    # auto: characters for CJK text, words otherwise; chars; words; or a tokenizer (folder or hub id): its offsets
+    tokens: str = "auto"
+    # overlapping or nested spans: report them, keep the outer, keep the inner, or one tag layer per nesting depth
+    overlap: Literal["error", "outer", "inner", "layers"] = "error"
+    misaligned: Literal["error", "expand"] = "error"  # a span that cuts a token: report it, or widen it to the token
+    invalid: Literal["fail", "skip"] = "fail"  # a malformed record: stop with every finding, or set it aside and go on
 
 # %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):
@@ -347,6 +365,7 @@ class Config(Section):
     synth: SynthCfg = SynthCfg()
     ingest: IngestCfg = IngestCfg()
     clean: CleanCfg = CleanCfg()
+    annotate: AnnotateCfg = AnnotateCfg()
     model: ModelCfg = ModelCfg()
     lora: LoraCfg = LoraCfg()
     tokenize: TokenizeCfg = TokenizeCfg()
@@ -493,6 +512,10 @@ def check_paths(cfg:Config) -> None:
     w = cfg.clean.sensitive_words_file
     if w and "{run}" not in w and not Path(w).expanduser().exists():
         errs.append(f"clean.sensitive_words_file: {w!r} does not exist")
+    for key in ("input", "second"):
+        a = getattr(cfg.annotate, key)
+        if a and "{run}" not in a and not Path(a).expanduser().exists():
+            errs.append(f"annotate.{key}: {a!r} does not exist")
     if cfg.export.llama_cpp_src and not (Path(cfg.export.llama_cpp_src).expanduser()/"convert_hf_to_gguf.py").exists():
         errs.append(f"export.llama_cpp_src: no convert_hf_to_gguf.py in {cfg.export.llama_cpp_src!r}")
     if errs: raise ConfigError("\n".join(errs))

@@ -411,5 +411,6 @@ def run_evaluate(cfg, run) -> dict:
         outputs += write_lm_eval(tasks, scores, out) + [out/"tasks"]
         res["lm_eval"] = main_metrics(scores)
         show_table("evaluate: lm-eval", lm_eval_markdown(scores))
-    run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", adapter], outputs=outputs, counts=res)
+    run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", adapter, run.dir/"model"/"model.json"],
+               outputs=outputs, counts=res)
     return res

@@ -339,6 +339,6 @@ def run_export(cfg, # the run's config
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
         counts["lm_eval"] = main_metrics(scores)
         show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
-    run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval"], outputs=outputs,
-               counts=counts)
+    run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval", run.dir/"model"/"model.json"],
+               outputs=outputs, counts=counts)
     return counts

@@ -16,7 +16,8 @@ from .run import Run, timed_stage
 __all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
            'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text',
            'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text',
-           'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key', 'run_ingest']
+           'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files',
+           'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -385,6 +386,14 @@ def _units(cfg:Config, run:Run):
         for f in files:
             yield _Unit(src.label, f, file_key(Path(f)), lambda f=f, s=src: file_events(Path(f), s, policy))
 
+# %% ../nbs/10_ingest.ipynb #sf0c0002
+def source_files(cfg:Config, # the run's config (`ingest.sources`)
+                 run:Run # the run (`{run}` in paths)
+                ) -> list[str]|None:
+    "The files the ingest sources match now, sorted; None when a source is an HTTP API."
+    if any(s.kind == "http" for s in cfg.ingest.sources): return None
+    return sorted(f for s in cfg.ingest.sources for f in glob.glob(str(run.path(s.path)), recursive=True))
+
 # %% ../nbs/10_ingest.ipynb #08f00b5a
 SUBDIRS = ("parts", "dead", "state")  # in ingest/: Parquet parts, their dead letters, their counts
 
@@ -430,7 +439,7 @@ def _summary(total:dict) -> str:
             f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{dead}{failed})")
 
 # %% ../nbs/10_ingest.ipynb #3f34b765
-@timed_stage("ingest")
+@timed_stage("ingest", watch=source_files)
 def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to read
                run:Run # the run whose `ingest/` folder is written
               ) -> dict:

@@ -10,9 +10,11 @@ import httpx, yaml
 from fastcore.imports import in_ipython
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths
 from .run import Run, is_main_process, timed_stage
+from .version import format_lineage, lineage, stage_key, stale_reasons, stamp
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
+from .annotate import run_annotate
 from .model import run_model
 from .tokenize import run_tokenize
 from .train import run_train
@@ -23,8 +25,8 @@ from .bench import BenchFailed, run_bench
 from .monitor import watch_server
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli', 'main',
-           'launch_cli']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli',
+           'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -78,33 +80,54 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
     return results
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
-STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, model=run_model, tokenize=run_tokenize,
-              train=run_train, evaluate=run_evaluate, export=run_export, serve_bench=run_serve_bench)
+STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, annotate=run_annotate, model=run_model,
+              tokenize=run_tokenize, train=run_train, evaluate=run_evaluate, export=run_export,
+              serve_bench=run_serve_bench)
 
 # %% ../nbs/90_pipeline.ipynb #625b784d
-def _summarize(run:Run, stages:list[str], total_s:float) -> dict:
-    "Add the stages run, their seconds and the total to report.json; returns the summary."
-    times = {s: run.timings[STAGES[s].stage] for s in stages}
-    rep = run.report()
-    rep["summary"] = dict(stages_run=stages, seconds=times, total_s=round(total_s, 2), run_dir=str(run.dir))
+def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict:
+    "Add the stages run and skipped, their seconds and the total to report.json; returns the summary."
+    times = {s: run.timings[STAGES[s].stage] for s in ran}
+    rep = run.report() if (run.dir/"report.json").exists() else {}
+    rep["summary"] = dict(stages_run=ran, stages_skipped=skipped, seconds=times, total_s=round(total_s, 2),
+                          run_dir=str(run.dir))
     (run.dir/"report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False))
     return rep["summary"]
 
+# %% ../nbs/90_pipeline.ipynb #ps000001
+def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
+    "Run stage `s` unless its recorded result still holds (or `forced_by` says why it runs anyway); True if it ran."
+    fn = STAGES[s]
+    upstream = [STAGES[u].stage for u in list(STAGES)[:list(STAGES).index(s)]]
+    key = stage_key(cfg, run, fn, upstream)
+    why = [forced_by] if forced_by else stale_reasons(run, fn.stage, key)
+    if not why:
+        print(f"{s}: skipped: code, config, inputs and outputs unchanged since it ran (--force runs it)")
+        return False
+    if is_main_process(): print(f"{s}: runs: {'; '.join(why)}")
+    fn(cfg, run)
+    stamp(run, fn.stage, key)
+    return True
+
 # %% ../nbs/90_pipeline.ipynb #b6ae4ace
 def run_pipeline(cfg:Config, # the run's config
-                 stages:list[str]|None=None # names from `STAGES` (default: all), run in pipeline order
+                 stages:list[str]|None=None, # names from `STAGES` (default: all), run in pipeline order
+                 force:bool=False # run every chosen stage, even those whose result still holds
                 ) -> Run:
-    "Run `stages` on `cfg`; returns the `Run`."
+    "Run `stages` on `cfg`, skipping those whose recorded result still holds; returns the `Run`."
     stages = list(stages or STAGES)
     unknown = [s for s in stages if s not in STAGES]
     if unknown: raise ConfigError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
     check_paths(cfg)
     run = Run.create(cfg)
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1  # every rank must take the same path
+    forced_by = "--force" if force else "a launched job runs every stage it is given" if launched else None
     t0, ordered = time.perf_counter(), [s for s in STAGES if s in stages]
-    for s in ordered: STAGES[s](cfg, run)
+    ran = [s for s in ordered if _run_or_skip(cfg, run, s, forced_by)]
     if not is_main_process(): return run  # in a launched job (`llm_nb launch`), rank 0 writes the summary
-    summary = _summarize(run, ordered, time.perf_counter() - t0)
-    print(f"pipeline: {', '.join(ordered)} in {summary['total_s']:.1f}s -> {run.dir}")
+    summary = _summarize(run, ran, [s for s in ordered if s not in ran], time.perf_counter() - t0)
+    print(f"pipeline: ran {', '.join(ran) or 'nothing'}, skipped {len(ordered) - len(ran)} of {len(ordered)}"
+          f" in {summary['total_s']:.1f}s -> {run.dir}")
     return run
 
 # %% ../nbs/90_pipeline.ipynb #df6e554e
@@ -168,7 +191,7 @@ def _launch_parser(sub):
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
 
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, bench and launch."
+    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, bench and launch."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -180,8 +203,12 @@ def _parser() -> argparse.ArgumentParser:
     for p in (demo, run):
         p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)}")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+        p.add_argument("--force", action="store_true", help="run every chosen stage, even those whose result holds")
     sub.add_parser("check", help="validate a config").add_argument("config")
     sub.add_parser("env", help="hardware/software report and recommendations")
+    sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
+    sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
+        "config", nargs="?", help="default: the demo config")
     _bench_parser(sub)
     _launch_parser(sub)
     return ap
@@ -199,6 +226,20 @@ def _bench_parser(sub):
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. bench.max_concurrency=8")
 
+# %% ../nbs/90_pipeline.ipynb #ps000010
+def lineage_cli(file:str) -> int:
+    "`llm_nb lineage FILE`: print where the file came from; a ConfigError when it is not a run's recorded file."
+    try: print(format_lineage(lineage(Path(file))))
+    except (FileNotFoundError, ValueError) as e: raise ConfigError(f"lineage: {e}") from None
+    return 0
+
+def doctor_cli(config:str|None) -> int:
+    "`llm_nb doctor [CONFIG]`: print every check's verdict; exit status 1 when one fails."
+    from llm_nb.doctor import doctor
+    verdicts = doctor(Path(config) if config else None)
+    print("\n".join(map(str, verdicts)))
+    return int(any(v.status == "fail" for v in verdicts))
+
 # %% ../nbs/90_pipeline.ipynb #a1ed1cc4
 def _run_command(a:argparse.Namespace) -> int:
     "Carry out the parsed command; ConfigErrors propagate to `main`."
@@ -211,13 +252,15 @@ def _run_command(a:argparse.Namespace) -> int:
         check_paths(load_config(Path(a.config)))
         print(f"{a.config}: OK")
         return 0
+    if a.cmd == "lineage": return lineage_cli(a.file)
+    if a.cmd == "doctor": return doctor_cli(a.config)
     sets = _parse_sets(a.set)
     if a.cmd == "bench": return bench_cli(a, sets)
     if a.cmd == "launch": return launch_cli(a)
     if a.cmd == "demo":
         sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
     cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)
-    run_pipeline(cfg, a.stages.split(",") if a.stages else None)
+    run_pipeline(cfg, a.stages.split(",") if a.stages else None, force=a.force)
     return 0
 
 def main(argv:list[str]|None=None) -> int:

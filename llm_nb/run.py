@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_run.ipynb #fb825809
 from __future__ import annotations
-import functools, hashlib, json, os, time, datetime as dt
+import functools, hashlib, json, os, subprocess, time, datetime as dt
 from pathlib import Path
 from fastcore.basics import patch
 from .config import Config, to_yaml, expand
@@ -12,7 +12,7 @@ from .env import _version
 
 # %% auto #0
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter', 'show_table',
-           'is_main_process', 'Run', 'timed_stage']
+           'is_main_process', 'Run', 'git_revision', 'config_sha256', 'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -123,6 +123,26 @@ def _update(self:Run, name:str, stage:str, entry:dict):
     tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
     tmp.replace(p)
 
+# %% ../nbs/02_run.ipynb #gv0c0002
+@functools.lru_cache(maxsize=None)
+def git_revision(path:Path|None=None # a folder inside the checkout (default: the package's)
+                ) -> dict|None:
+    "{commit, dirty} of the git checkout holding `path`, or None outside one (or without git)."
+    import llm_nb
+    path = path or Path(llm_nb.__file__).resolve().parent
+    def git(*args):
+        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10)
+    try: head = git("rev-parse", "HEAD")
+    except (OSError, subprocess.TimeoutExpired): return None
+    if head.returncode: return None
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".").stdout.strip() != ""
+    return dict(commit=head.stdout.strip(), dirty=dirty)
+
+# %% ../nbs/02_run.ipynb #gv0c0005
+def config_sha256(cfg:Config) -> str:
+    "Hex sha256 of the config's canonical JSON (sorted keys): equal for equal settings."
+    return hashlib.sha256(json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
 # %% ../nbs/02_run.ipynb #d32654a4
 @patch
 def manifest(self:Run) -> dict:
@@ -143,15 +163,16 @@ def record(self:Run,
            counts:dict|None=None, # numbers for the manifest and the report (rows, tokens, losses, ...)
            result:dict|None=None # more results for the report only
           ) -> dict:
-    "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions) and its report."
+    "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions, git) and its report."
     section = getattr(self.cfg, stage, None)
     p = self.dir/"manifest.json"
     earlier = json.loads(p.read_text())["stages"].values() if p.exists() else []
     known = {k: v for s in earlier for k, v in s["outputs"].items()}
     entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
                  counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
-                 seconds=self.timings.get(stage),
-                 versions={pkg: _version(pkg.replace("_", "-")) or _version(pkg) for pkg in VERSIONED})
+                 config_sha256=config_sha256(self.cfg), seconds=self.timings.get(stage),
+                 versions={pkg: _version(pkg.replace("_", "-")) or _version(pkg) for pkg in VERSIONED},
+                 git=git_revision())
     self._update("manifest.json", stage, entry)
     self._update("report.json", stage, dict(counts or {}, **(result or {})))
     return entry
@@ -165,7 +186,9 @@ def set_seconds(self:Run, stage:str, seconds:float):
     if p.exists() and stage in (entry := json.loads(p.read_text())["stages"]):
         self._update("manifest.json", stage, dict(entry[stage], seconds=self.timings[stage]))
 
-def timed_stage(name:str):
+def timed_stage(name:str, # the stage's name in the manifest
+                watch=None # `watch(cfg, run)` → files the stage will read beyond earlier stages' (None: unknowable)
+               ):
     "Decorator for a stage runner `f(cfg, run, ...)`: its wall time goes to `run.set_seconds(name, ...)`."
     def decorate(f):
         @functools.wraps(f)
@@ -174,6 +197,6 @@ def timed_stage(name:str):
             res = f(cfg, run, *args, **kwargs)
             run.set_seconds(name, time.perf_counter() - t0)
             return res
-        runner.stage = name
+        runner.stage, runner.watch = name, watch
         return runner
     return decorate

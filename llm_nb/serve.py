@@ -253,5 +253,6 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     port = sc.port or free_port(sc.host)
     cpu_vllm = engine == "vllm" and not cuda_available()
     env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}
-    return Server(_engine_cmd(engine, cfg, run, port), f"http://{sc.host}:{port}", run.stage_dir("serve")/"server.log",
+    log = run.stage_dir("serve")/f"{engine}.log"  # one per engine: `serve.compare` starts the others too
+    return Server(_engine_cmd(engine, cfg, run, port), f"http://{sc.host}:{port}", log,
                   api_key=api_key, model_name=sc.served_name, engine=engine, env=env, **ENGINES[engine])

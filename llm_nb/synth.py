@@ -4,7 +4,8 @@
 
 # %% ../nbs/03_synth.ipynb #afa51177
 from __future__ import annotations
-import datetime as dt, json, random
+import datetime as dt, json, random, re
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 from .run import timed_stage
@@ -12,9 +13,10 @@ from .run import timed_stage
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
            'MED_ADVICE', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
-           'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'id_check_char', 'fake_pii',
-           'space_variant', 'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx',
-           'handbook_pages', 'run_synth']
+           'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
+           'SYMPTOMS', 'SECOND_ERRORS', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft', 'Plant',
+           'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind', 'entity_spans',
+           'doccano_export', 'second_annotator', 'write_doccano_demo', 'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -294,18 +296,117 @@ def handbook_pages(n_pages:int, # pages (at most HANDBOOK_PAGES)
         pages[1]["table"] = [["product", "orders", "returns"]] + rows
     return pages
 
+# %% ../nbs/03_synth.ipynb #dc000002
+PII_LABELS = {"phone": "PHONE", "email": "EMAIL", "id_number": "ID_NUMBER"}  # Doccano label of each PII kind
+PII_SUFFIX = re.compile(r" 联系(\S+)$")  # how `_plants` appends PII to a record
+SYMPTOMS = re.compile(r"主诉：(\S+?)、(\S+?)\d")  # the two symptoms of a medical note's complaint line
+
+def pii_kind(value:str) -> str:
+    "The kind of a planted PII value: an email has an @, an ID number 18 characters, a phone number 11 digits."
+    return "email" if "@" in value else "id_number" if len(value) == 18 else "phone"
+
+def entity_spans(kind:str, # the record's kind (a key of KINDS)
+                 text:str # its text, planted suffix included
+                ) -> list[tuple[int, int, str]]:
+    "(start, end, label) of what an annotator marks in a demo record: its product or symptoms, and its PII."
+    if kind == "medical":
+        m = SYMPTOMS.search(text)
+        spans = [(m.start(g), m.end(g), "SYMPTOM") for g in (1, 2)]
+    else:
+        at, words = (2, ZH_PRODUCTS) if kind == "review_zh" else (4, EN_PRODUCTS)  # after 这个 / The
+        p = max((w for w in words if text.startswith(w, at)), key=len)
+        spans = [(at, at + len(p), "PRODUCT")]
+    if m := PII_SUFFIX.search(text): spans.append((m.start(1), m.end(1), PII_LABELS[pii_kind(m.group(1))]))
+    return spans
+
+# %% ../nbs/03_synth.ipynb #dc000005
+def _doccano_record(k:int, rec:dict, first_id:int) -> dict:
+    "Record `rec` as Doccano exports it (the `entities` shape), with id `k` and entity ids from `first_id`."
+    ents = [dict(id=first_id + i, label=label, start_offset=s, end_offset=e)
+            for i, (s, e, label) in enumerate(entity_spans(rec["kind"], rec["text"]))]
+    return dict(id=k, text=rec["text"], entities=ents, relations=[], record=rec["id"])
+
+def doccano_export(lines:list[bytes], # the raw file's lines, from `make_records`
+                   seed:int=0 # the run's seed
+                  ) -> list[dict]:
+    "A Doccano sequence-labeling export of the distinct records with PII, and as many others."
+    recs = [json.loads(l) for l in lines if l.startswith(b'{"id": "r')]  # the distinct records (ids r0, r1, ...)
+    pii = [r for r in recs if PII_SUFFIX.search(r["text"])]
+    plain = [r for r in recs if not PII_SUFFIX.search(r["text"])]
+    chosen = sorted(pii + random.Random(f"doccano-{seed}").sample(plain, min(len(pii), len(plain))),
+                    key=lambda r: int(r["id"][1:]))
+    out, next_id = [], 1
+    for k, rec in enumerate(chosen, 1):
+        out.append(_doccano_record(k, rec, next_id))
+        next_id += len(out[-1]["entities"])
+    return out
+
+# %% ../nbs/03_synth.ipynb #dc0000s1
+def _shifted_end(text:str, # the record's text
+                 s:int, e:int # the span's start and end
+                ) -> int:
+    "The span's end one token in, or out for a one-token span: a character in text with Han, else a word."
+    if re.search(r"[\u4e00-\u9fff]", text): return e - 1 if e - s > 1 else e + 1  # annotate's `auto`: characters
+    ends = [m.end() for m in re.finditer(r"\w+|[^\w\s]", text)]  # else words and marks
+    inner, later = [x for x in ends if s < x < e], [x for x in ends if x > e]
+    return inner[-1] if inner else later[0] if later else e
+
+# %% ../nbs/03_synth.ipynb #dc000008
+SECOND_ERRORS = {"missed": .06, "shifted": .06, "relabelled": .06}  # the second annotator's errors, per span
+
+def _second_entity(e:dict, what:str, labels:list, r:random.Random, text:str) -> dict|None:
+    "The second annotator's version of entity `e` of `text` after the error `what` (None: missed)."
+    if what == "missed": return None
+    if what == "shifted": return dict(e, end_offset=_shifted_end(text, e["start_offset"], e["end_offset"]))
+    if what == "relabelled": return dict(e, label=r.choice([l for l in labels if l != e["label"]]))
+    return dict(e)
+
+def second_annotator(export:list[dict], # the first annotator's records, from `doccano_export`
+                     seed:int=0 # the run's seed
+                    ) -> tuple[list[dict], dict]:
+    "The same texts annotated again with a few spans missed, shifted or relabelled; and how many of each."
+    r = random.Random(f"doccano-second-{seed}")
+    labels = sorted({e["label"] for rec in export for e in rec["entities"]})
+    kinds, weights = [*SECOND_ERRORS, "same"], [*SECOND_ERRORS.values(), 1 - sum(SECOND_ERRORS.values())]
+    out, changes, next_id = [], Counter(), 1
+    for rec in export:
+        ents = []
+        for e in rec["entities"]:
+            changes[what := r.choices(kinds, weights)[0]] += 1
+            if (e2 := _second_entity(e, what, labels, r, rec["text"])) is not None:
+                ents.append(dict(e2, id=next_id))
+                next_id += 1
+        out.append(dict(rec, entities=ents))
+    return out, {k: changes[k] for k in SECOND_ERRORS}
+
+# %% ../nbs/03_synth.ipynb #dc000010
+def write_doccano_demo(d:Path, # the synth folder
+                       lines:list[bytes], # the raw file's lines
+                       seed:int # the run's seed
+                      ) -> list[Path]:
+    "synth/doccano/: admin.jsonl (the first annotator), second.jsonl (the second) and truth.json (what differs)."
+    (dd := d/"doccano").mkdir(exist_ok=True)
+    first = doccano_export(lines, seed)
+    second, changes = second_annotator(first, seed)
+    for name, recs in (("admin.jsonl", first), ("second.jsonl", second)):
+        (dd/name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    labels = Counter(e["label"] for r in first for e in r["entities"])
+    truth = dict(records=len(first), spans=sum(labels.values()), labels=dict(sorted(labels.items())), second=changes)
+    (dd/"truth.json").write_text(json.dumps(truth, indent=2))
+    return [dd/"admin.jsonl", dd/"second.jsonl", dd/"truth.json"]
+
 # %% ../nbs/03_synth.ipynb #e755c818
 @timed_stage("synth")
 def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
               run # the `Run` whose folder gets `synth/`
              ) -> dict:
-    "Write `synth/raw.jsonl`, `synth/handbook.pdf` and `synth/truth.json` from `cfg.synth`."
+    "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json` and `synth/doccano/` from `cfg.synth`."
     s = cfg.synth
     if s.n_records == 0: return {}
     lines, truth = make_records(**s.model_dump(exclude={"n_document_pages"}), seed=cfg.run.seed)
     d = run.stage_dir("synth")
     (d/"raw.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    outputs = [d/"raw.jsonl", d/"truth.json"]
+    outputs = [d/"raw.jsonl", d/"truth.json"] + write_doccano_demo(d, lines, cfg.run.seed)
     if s.n_document_pages:
         pages = handbook_pages(s.n_document_pages, cfg.run.seed)
         outputs.append(sample_pdf(d/"handbook.pdf", pages))

@@ -202,5 +202,5 @@ def run_tokenize(cfg, run) -> dict:
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"
     print(f"tokenize: {tc.split} split: train {counts['train']['examples']}, eval {counts['eval']['examples']} {unit}")
-    run.record("tokenize", inputs=[src], outputs=[out], counts=counts)
+    run.record("tokenize", inputs=[src, run.dir/"model"/"model.json"], outputs=[out], counts=counts)
     return counts

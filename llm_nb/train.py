@@ -307,7 +307,7 @@ def run_train(cfg, run, drill=None) -> dict:
     (out/"nan_events.json").write_text(json.dumps(events, indent=2))
     print(f"train: {counts['steps']} steps, loss {counts['first_loss']:.3f} -> {counts['last_loss']:.3f}, "
           f"eval {counts['eval_loss']:.3f}")
-    run.record("train", inputs=[run.dir/"tokenize"/"train"], counts=counts,
+    run.record("train", inputs=[run.dir/"tokenize"/"train", run.dir/"model"/"model.json"], counts=counts,
                outputs=[out/"adapter", out/"log.json", out/"series.csv", out/"system.csv", out/"dashboard.png"])
     return counts
 

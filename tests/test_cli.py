@@ -55,3 +55,31 @@ def test_env_report():
     assert r.returncode == 0
     out = json.loads(r.stdout)
     assert out["recommend"]["dtype"] in ("float32", "bfloat16", "float16") and "torch" in out["report"]
+
+def make(*args, **kw):
+    "`make -C <repo> args...`; returns the CompletedProcess."
+    import subprocess
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    return subprocess.run(["make", "--no-print-directory", "-C", str(repo), *map(str, args)], capture_output=True,
+                          text=True, timeout=600, **kw)
+
+def test_makefile_targets_are_thin_cli_calls(tmp_path):
+    "`make -n` shows each target's command; data-clean runs the data stages, and a second time skips them."
+    plan = make("-n", "all", "data-clean", "train-eval", "deploy", "doctor", "CONFIG=c.yaml", "FORCE=--force")
+    assert plan.returncode == 0, plan.stderr
+    assert [l.split() for l in plan.stdout.splitlines()] == [
+        ["llm_nb", "run", "c.yaml", "--force"],
+        ["llm_nb", "run", "c.yaml", "--force", "--stages", "synth,ingest,clean"],
+        ["llm_nb", "run", "c.yaml", "--force", "--stages", "model,tokenize,train,evaluate"],
+        ["llm_nb", "run", "c.yaml", "--force", "--stages", "export,serve_bench"],
+        ["llm_nb", "doctor", "c.yaml"]]
+    debug = make("-n", "debug-train").stdout
+    assert "CUDA_LAUNCH_BLOCKING=1" in debug and "--set run.name=debug --set train.max_steps=5" in debug
+    cfg = tmp_path/"c.yaml"
+    cfg.write_text(f"run: {{root: {tmp_path}, name: m}}\nsynth: {{n_records: 100}}\n")
+    for expected in (["synth", "ingest", "clean"], []):
+        r = make("data-clean", f"CONFIG={cfg}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert json.loads((tmp_path/"m"/"report.json").read_text())["summary"]["stages_run"] == expected, r.stdout
+    assert make("lineage").returncode == 2  # FILE= missing: said, not guessed

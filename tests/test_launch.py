@@ -27,7 +27,7 @@ def test_sbatch_trains_two_ranks(slurm_env, tmp_path):
     out = log.read_text() if log.exists() else "(no Slurm output file)"
     print(f"sbatch --wait: job {job} exit {r.returncode} in {job_s:.1f} s\n{out[-3000:]}")
     assert r.returncode == 0, f"{r.stderr}\n{out[-6000:]}"
-    assert "world size 2" in out and out.count("train: 4 steps") == 1 and out.count("pipeline: train in") == 1
+    assert "world size 2" in out and out.count("train: 4 steps") == 1 and out.count("pipeline: ran train, skipped 0 of 1 in") == 1
     assert (run.dir/"train"/"adapter"/"adapter_config.json").exists()
     train = json.loads((run.dir/"report.json").read_text())["stages"]["train"]
     assert (train["world_size"], train["steps"]) == (2, 4)
