@@ -5,6 +5,7 @@
 #   make train-eval                     model, tokenize, train, evaluate on the cleaned table
 #   make deploy                         export (merge, GGUF, quantize), serve and benchmark
 #   make debug-train                    a few training steps in the run folder `debug`, with the debug switches on
+#   make dvc                            dvc.yaml + params.yaml for CONFIG (then `dvc repro`, `dvc push`)
 #   make doctor | check | lineage FILE=runs/demo/export/...gguf | test
 CONFIG ?= llm_nb/data/demo.yaml
 LLM_NB ?= llm_nb
@@ -14,7 +15,7 @@ FILE ?=
 DEBUG_STEPS ?= 5
 RUN = $(LLM_NB) run $(CONFIG) $(FORCE) $(SET)
 
-.PHONY: all data-clean train-eval deploy debug-train doctor check lineage test
+.PHONY: all data-clean train-eval deploy debug-train dvc doctor check lineage test
 
 all:
 	$(RUN)
@@ -33,6 +34,9 @@ deploy:
 debug-train:
 	CUDA_LAUNCH_BLOCKING=1 NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL \
 	$(RUN) --stages synth,ingest,clean,model,tokenize,train --set run.name=debug --set train.max_steps=$(DEBUG_STEPS)
+
+dvc:
+	$(LLM_NB) dvc $(CONFIG)
 
 doctor:
 	$(LLM_NB) doctor $(CONFIG)

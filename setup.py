@@ -22,8 +22,10 @@ reqs = lambda key: shlex.split(cfg.get(key, ''))
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 # Extras: heavy or GPU-only pieces. `gguf`: llama.cpp binding + its OpenAI server (build it with
-# tools/install.sh for a portable CPU build); `serve`: vLLM (GPU); `dev`: tests and docs.
-extras = {'gguf': reqs('gguf_requirements'), 'serve': reqs('serve_requirements'), 'dev': reqs('dev_requirements')}
+# tools/install.sh for a portable CPU build); `serve`: vLLM (GPU); `dvc`: data versions (about 100 packages);
+# `dev`: tests and docs.
+extras = {'gguf': reqs('gguf_requirements'), 'serve': reqs('serve_requirements'), 'dvc': reqs('dvc_requirements'),
+          'dev': reqs('dev_requirements')}
 
 setuptools.setup(
     name = cfg['lib_name'],

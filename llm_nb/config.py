@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # %% auto #0
-__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'TinyCfg',
+__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg',
            'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg',
            'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError',
            'explain_error', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
@@ -134,6 +134,13 @@ class AnnotateCfg(Section):
     overlap: Literal["error", "outer", "inner", "layers"] = "error"
     misaligned: Literal["error", "expand"] = "error"  # a span that cuts a token: report it, or widen it to the token
     invalid: Literal["fail", "skip"] = "fail"  # a malformed record: stop with every finding, or set it aside and go on
+
+# %% ../nbs/00_config.ipynb #vc0c0002
+class DvcCfg(Section):
+    "Data versions with DVC: the remote `dvc push` sends every stage's outputs to."
+    remote: str = ""  # a folder (one machine), or s3://bucket/path (a team); "" = no remote
+    endpoint_url: str = ""  # an S3-compatible server (MinIO); credentials come from AWS_* environment variables
+    shared: bool = False  # a team uses this data: a remote on a local folder is then warned about
 
 # %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):
@@ -366,6 +373,7 @@ class Config(Section):
     ingest: IngestCfg = IngestCfg()
     clean: CleanCfg = CleanCfg()
     annotate: AnnotateCfg = AnnotateCfg()
+    dvc: DvcCfg = DvcCfg()
     model: ModelCfg = ModelCfg()
     lora: LoraCfg = LoraCfg()
     tokenize: TokenizeCfg = TokenizeCfg()

@@ -11,12 +11,12 @@ import httpx, psutil
 from .config import Config, ConfigError, check_paths, load_config
 from .env import env_report, nvml_devices, recommend
 from .run import Run
-from .version import changed_files, stages_recorded
+from .version import changed_files, dvc, stages_recorded
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'UNITS', 'Verdict', 'check_data', 'gpu_facts', 'check_torch_cuda', 'check_precision',
-           'check_gpu_visibility', 'check_nccl', 'check_disk', 'memory_bytes', 'check_memory', 'check_ports',
-           'check_server', 'check_config', 'doctor']
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'UNITS', 'Verdict', 'check_data', 'check_dvc', 'gpu_facts', 'check_torch_cuda',
+           'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'memory_bytes', 'check_memory',
+           'check_ports', 'check_server', 'check_config', 'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -45,6 +45,31 @@ def check_data(cfg:Config # the config whose run folder is checked
     if not bad: return Verdict("data", "ok", f"{n} files of {len(stages)} stages match {d/'manifest.json'}")
     return Verdict("data", "fail", "; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""),
                    "`llm_nb run CONFIG` re-runs the stages whose files changed (or restore the files you edited)")
+
+# %% ../nbs/91_doctor.ipynb #dd000002
+def _stale_code(project:Path) -> list[str]:
+    "The stages whose hash in code.yaml is not that of the code installed now."
+    import yaml
+    from llm_nb.pipeline import STAGES
+    from llm_nb.version import code_sha256, stage_modules
+    pinned = yaml.safe_load((project/"code.yaml").read_text()) if (project/"code.yaml").exists() else {}
+    return [s for s, h in pinned.items() if s in STAGES and h != code_sha256(stage_modules(STAGES[s]))]
+
+def check_dvc(path:Path|None # the config file; its folder is the DVC project when dvc.yaml is there
+             ) -> Verdict:
+    "`dvc status` of the project, and code.yaml against the code installed now."
+    project = Path(path).resolve().parent if path else None
+    if project is None or not (project/"dvc.yaml").exists():
+        return Verdict("dvc", "skip", "no dvc.yaml beside the config")
+    try: changed = json.loads(dvc("status", "--json", cwd=project) or "{}")
+    except (ConfigError, RuntimeError) as e:
+        return Verdict("dvc", "fail", str(e).splitlines()[0], "pip install 'llm_nb[dvc]' (or read DVC's message)")
+    if stale := _stale_code(project):
+        return Verdict("dvc", "warn", f"code.yaml predates the installed code of {', '.join(stale)}",
+                       "`llm_nb dvc CONFIG` again (it rewrites code.yaml), then `dvc repro`")
+    if changed: return Verdict("dvc", "warn", f"dvc status: {', '.join(changed)} differ from dvc.lock",
+                               "`dvc repro` re-runs them; `dvc checkout` puts back the data dvc.lock records")
+    return Verdict("dvc", "ok", f"{project}: data and pipelines match dvc.lock")
 
 # %% ../nbs/91_doctor.ipynb #dr000013
 def gpu_facts() -> dict:
@@ -239,5 +264,5 @@ def doctor(path:Path|None=None # the YAML config (None: the demo config)
     if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), torch_check,
                             verdict]
     nccl = check_nccl(cfg, dict(os.environ), set(psutil.net_if_addrs()))
-    return [check_data(cfg), torch_check, check_precision(rep, cfg), check_gpu_visibility(rep, facts, cfg), nccl,
+    return [check_data(cfg), check_dvc(path), torch_check, check_precision(rep, cfg), check_gpu_visibility(rep, facts, cfg), nccl,
             check_disk(cfg), check_memory(cfg), check_ports(cfg), check_server(cfg), verdict]

@@ -8,9 +8,10 @@ import argparse, json, os, sys, time
 from pathlib import Path
 import httpx, yaml
 from fastcore.imports import in_ipython
-from .config import Config, ConfigError, load_config, demo_config_path, check_paths
+from .config import Config, ConfigError, load_config, demo_config_path, check_paths, expand
 from .run import Run, is_main_process, timed_stage
-from .version import format_lineage, lineage, stage_key, stale_reasons, stamp
+from .version import (code_sha256, dvc_init, dvc_stage, format_lineage, lineage, remote_warnings, sections_read,
+                            stage_key, stage_modules, stale_reasons, stamp, write_dvc_files)
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
@@ -25,8 +26,9 @@ from .bench import BenchFailed, run_bench
 from .monitor import watch_server
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'DESCRIPTION', 'run_serve_bench', 'compare_engines', 'run_pipeline', 'bench_cli',
-           'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'DESCRIPTION', 'run_serve_bench', 'compare_engines',
+           'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc', 'dvc_cli', 'bench_cli', 'lineage_cli',
+           'doctor_cli', 'main', 'launch_cli']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -130,6 +132,74 @@ def run_pipeline(cfg:Config, # the run's config
           f" in {summary['total_s']:.1f}s -> {run.dir}")
     return run
 
+# %% ../nbs/90_pipeline.ipynb #dv000002
+# the stage folders each stage reads (the inputs the config names aside)
+STAGE_READS = dict(clean=["ingest"], model=["clean"], tokenize=["clean", "model"], train=["tokenize", "model"],
+                   evaluate=["tokenize", "model", "train"], export=["train", "model", "tokenize"],
+                   serve_bench=["export", "tokenize"])
+STAGE_FOLDERS = dict(serve_bench=["serve", "bench"])  # the folders a stage writes, where not the one of its name
+
+def _fixed_part(p:str) -> str:
+    "The path up to its first component with a glob character: the folder a glob's files are in."
+    parts = Path(p).parts
+    cut = next((i for i, c in enumerate(parts) if any(ch in c for ch in "*?[")), len(parts))
+    return str(Path(*parts[:cut])) if cut else "."
+
+def config_inputs(cfg:Config, # the config
+                  stage:str, # a name from STAGES
+                  run_dir:str # the run folder as the DVC project sees it (`{run}` in paths)
+                 ) -> list[str]:
+    "The files and folders the config names as the stage's inputs (a glob as its folder)."
+    m = cfg.model.name_or_path
+    named = dict(ingest=[s.path for s in cfg.ingest.sources if s.kind == "files"], annotate=[cfg.annotate.input,
+                 cfg.annotate.second], clean=[cfg.clean.sensitive_words_file],
+                 model=[m] if m != "tiny" and Path(m).expanduser().exists() else [])
+    return [_fixed_part(str(expand(p, Path(run_dir)))) for p in named.get(stage, []) if p]
+
+# %% ../nbs/90_pipeline.ipynb #dv000004
+def _run_dir_in(cfg:Config, project:Path) -> str:
+    "The run folder relative to the DVC project; a ConfigError when it is outside (DVC versions what is inside)."
+    d = Path(cfg.run.root).expanduser()/cfg.run.name
+    if not d.is_absolute(): return str(d)
+    try: return str(d.resolve().relative_to(Path(project).resolve()))
+    except ValueError: raise ConfigError(f"run.root: {cfg.run.root!r} is outside the DVC project {project}: "
+                                         "DVC versions files inside it (use a relative run.root)") from None
+
+def dvc_stages(cfg:Config, # the config
+               run_dir:str # the run folder relative to the project
+              ) -> dict:
+    "dvc.yaml's stages: one per stage the config turns on, with its folders, inputs and sections."
+    out = {}
+    for s, fn in STAGES.items():
+        if s == "annotate" and not cfg.annotate.input: continue  # off
+        folders = STAGE_FOLDERS.get(s, [s]) + (["monitor"] if s == "serve_bench" and cfg.monitor.prometheus else [])
+        deps = [f"{run_dir}/{STAGE_FOLDERS.get(u, [u])[0]}" for u in STAGE_READS.get(s, [])]
+        out[s] = dvc_stage(s, sections_read(stage_modules(fn)), deps + config_inputs(cfg, s, run_dir),
+                           [f"{run_dir}/{f}" for f in folders])
+    return out
+
+# %% ../nbs/90_pipeline.ipynb #dv000006
+def write_dvc(cfg:Config, # the config the stages run on (written as params.yaml)
+              project:Path # the DVC project: where the pipeline runs, `run.root` relative to it
+             ) -> list[Path]:
+    "params.yaml, code.yaml and dvc.yaml for `cfg` in `project`, which becomes a DVC project with the config's remote."
+    for w in remote_warnings(cfg.dvc): print(f"warning: {w}")
+    stages = dvc_stages(cfg, _run_dir_in(cfg, project))
+    code = {s: code_sha256(stage_modules(STAGES[s])) for s in stages}
+    files = write_dvc_files(project, cfg, stages, code)
+    dvc_init(project, cfg.dvc)
+    return files
+
+def dvc_cli(config:str, # the config file
+            project:str|None # the DVC project (default: here)
+           ) -> int:
+    "`llm_nb dvc CONFIG [--project DIR]`: write the DVC files and say what runs them."
+    project = Path(project or ".").resolve()
+    files = write_dvc(load_config(Path(config)), project)
+    print(f"wrote {', '.join(f.name for f in files)} in {project}: `dvc repro` runs what changed, "
+          "`dvc push` stores the data on the remote (write them again after changing the config or llm_nb)")
+    return 0
+
 # %% ../nbs/90_pipeline.ipynb #df6e554e
 def _parse_sets(sets:list[str]) -> dict:
     "`['a.b=1', ...]` → `{'a.b': 1}` with YAML typing of the values."
@@ -191,7 +261,7 @@ def _launch_parser(sub):
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
 
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, bench and launch."
+    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, dvc, bench and launch."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -209,6 +279,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
     sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
         "config", nargs="?", help="default: the demo config")
+    d = sub.add_parser("dvc", help="write dvc.yaml, params.yaml and code.yaml for a config; `dvc repro` runs them")
+    d.add_argument("config")
+    d.add_argument("--project", help="the DVC project folder (default: here)")
     _bench_parser(sub)
     _launch_parser(sub)
     return ap
@@ -254,6 +327,7 @@ def _run_command(a:argparse.Namespace) -> int:
         return 0
     if a.cmd == "lineage": return lineage_cli(a.file)
     if a.cmd == "doctor": return doctor_cli(a.config)
+    if a.cmd == "dvc": return dvc_cli(a.config, a.project)
     sets = _parse_sets(a.set)
     if a.cmd == "bench": return bench_cli(a, sets)
     if a.cmd == "launch": return launch_cli(a)

@@ -4,15 +4,16 @@
 
 # %% ../nbs/13_version.ipynb #vr000005
 from __future__ import annotations
-import ast, hashlib, json
+import ast, hashlib, importlib.util, json, subprocess, sys
 from pathlib import Path
-from .config import Config
+import yaml
+from .config import Config, ConfigError, to_yaml
 from .run import Run, sha256_file
 
 # %% auto #0
 __all__ = ['module_path', 'imported_modules', 'stage_modules', 'code_sha256', 'sections_read', 'stages_recorded', 'file_sha256',
            'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp', 'find_run_dir', 'lineage',
-           'format_lineage']
+           'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage', 'write_dvc_files']
 
 # %% ../nbs/13_version.ipynb #vr000007
 def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
@@ -200,7 +201,67 @@ def format_lineage(lin:dict # from `lineage`
     for s in lin["steps"]:
         reads = ", ".join(f"{w or 'raw input'} ({len(ks)} file{'s' * (len(ks) > 1)})" for w, ks in s["reads"].items())
         lines.append(f"  <- {s['stage']:<10} read {reads or 'nothing recorded'}; {_how(s)}")
-        lines += [f"     ({w} has run again since: its files are no longer those {s['stage']} read)" for w in s["rerun"]]
+        lines += [f"     ({w} has run again since: its files are not those {s['stage']} read)" for w in s["rerun"]]
     lines += [f"  raw: {k}  sha256 {r['sha256'][:16]}  {r['bytes']:,} bytes" + (f" (made by {r['made_by']})"
               if r["made_by"] else "") for k, r in lin["raw"].items()]
     return "\n".join(lines)
+
+# %% ../nbs/13_version.ipynb #vd000002
+def dvc(*args, # the DVC command's arguments, e.g. "repro", "clean"
+        cwd:Path # the DVC project
+       ) -> str:
+    "Run this Python's DVC in `cwd`; its output, or a RuntimeError with DVC's own message."
+    if importlib.util.find_spec("dvc") is None: raise ConfigError("DVC is not installed: pip install 'llm_nb[dvc]'")
+    r = subprocess.run([sys.executable, "-m", "dvc", *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"dvc {' '.join(map(str, args))} failed ({r.returncode}) in {cwd}:\n{r.stderr[-2000:]}")
+    return r.stdout
+
+def remote_warnings(vcfg # the `dvc` config section
+                   ) -> list[str]:
+    "What is wrong with the remote for the way it is used: a local folder for shared data."
+    local = "://" not in vcfg.remote
+    if vcfg.remote and vcfg.shared and local:
+        return [f"dvc.remote: {vcfg.remote!r} is a folder on this machine, but dvc.shared says a team "
+                "uses this data; the others cannot reach it: use s3://bucket/path (MinIO: set dvc.endpoint_url)"]
+    return []
+
+# %% ../nbs/13_version.ipynb #vd000005
+def _git_root(d:Path) -> Path|None:
+    "The top folder of the git checkout holding `d`, or None."
+    r = subprocess.run(["git", "-C", str(d), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    return Path(r.stdout.strip()).resolve() if r.returncode == 0 else None
+
+def dvc_init(project:Path, # the folder the pipeline runs in
+             vcfg # the `dvc` config section (remote, endpoint_url)
+            ) -> None:
+    "Make `project` a DVC project (in its git checkout when it has one) whose default remote is the config's."
+    project = Path(project).resolve()
+    if not (project/".dvc").exists():
+        root = _git_root(project)
+        dvc("init", "-q", *(["--no-scm"] if root is None else ["--subdir"] if root != project else []), cwd=project)
+    if vcfg.remote:
+        url = vcfg.remote if "://" in vcfg.remote else Path(vcfg.remote).expanduser().resolve()
+        dvc("remote", "add", "--default", "--force", "store", url, cwd=project)
+        if vcfg.endpoint_url: dvc("remote", "modify", "store", "endpointurl", vcfg.endpoint_url, cwd=project)
+
+# %% ../nbs/13_version.ipynb #vd000008
+def dvc_stage(name:str, # the pipeline stage
+              sections:list[str], # the config sections it reads (`sections_read`)
+              deps:list[str], # the folders and files it reads, relative to the project
+              outs:list[str] # the folders it writes
+             ) -> dict:
+    "One stage of dvc.yaml: `llm_nb run params.yaml --stages NAME --force`, its dependencies and outputs."
+    return dict(cmd=f"llm_nb run params.yaml --stages {name} --force", deps=sorted(set(deps)),
+                params=[*sections, {"code.yaml": [name]}], outs=outs)
+
+def write_dvc_files(project:Path, # the DVC project (where the pipeline runs)
+                    cfg:Config, # the config, written as params.yaml
+                    stages:dict, # {name: `dvc_stage`}
+                    code:dict # {name: the stage's `code_sha256`}
+                   ) -> list[Path]:
+    "params.yaml, code.yaml and dvc.yaml in `project`."
+    files = {"params.yaml": to_yaml(cfg), "code.yaml": yaml.safe_dump(code, sort_keys=False),
+             "dvc.yaml": yaml.safe_dump({"stages": stages}, sort_keys=False, allow_unicode=True)}
+    for name, text in files.items(): (Path(project)/name).write_text(text, encoding="utf-8")
+    return [Path(project)/name for name in files]

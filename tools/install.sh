@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install llm_nb into the active Python environment, idempotently.
 #   bash tools/install.sh          # the package + llama.cpp (GGUF export; llama-server, the CPU server)
-#   bash tools/install.sh --dev    # ... + test/docs tools, and (without CUDA) vLLM's CPU build in its own venv
+#   bash tools/install.sh --dev    # ... + DVC, test/docs tools, and (without CUDA) vLLM's CPU build in its own venv
 #   bash tools/install.sh --vllm   # the package + llama.cpp + vLLM's CPU build (on a CUDA machine: the [serve] extra)
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
@@ -13,7 +13,7 @@ LLAMA_CPP_VERSION=${LLAMA_CPP_VERSION:-0.3.36}
 TORCH_CPU=${TORCH_CPU:-2.13.0}
 CACHE=${LLM_NB_CACHE:-$HOME/.cache/llm_nb}
 extras="gguf"
-[ "${1:-}" = "--dev" ] && extras="gguf,dev"
+[ "${1:-}" = "--dev" ] && extras="gguf,dvc,dev"  # the tests drive DVC for real
 want_vllm=0
 case "${1:-}" in --dev|--vllm) want_vllm=1 ;; esac
 has_cuda=0
