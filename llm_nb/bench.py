@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 from .run import json_safe, save_figure, timed_stage
+from .serve import served_files
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
@@ -704,7 +705,8 @@ def run_bench(cfg, # the run's config (its `bench` section)
     "Benchmark a running `Server`; write bench/results.json and bench/bench.png; record the summary in the manifest."
     out = run.stage_dir("bench")
     m = bench_server(cfg, run, server, out)
-    run.record("bench", inputs=[run.dir/"tokenize"/"eval"], outputs=[out/"results.json", out/"bench.png"],
+    run.record("bench", inputs=[run.dir/"tokenize"/"eval", *[p for p in served_files(cfg, run) if p.exists()]],
+               outputs=[out/"results.json", out/"bench.png"],
                counts={k: v for k, v in m.items() if k != "server_metrics"})
     check_error_rate(m, cfg.bench.max_error_rate)
     return m

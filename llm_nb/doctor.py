@@ -264,5 +264,6 @@ def doctor(path:Path|None=None # the YAML config (None: the demo config)
     if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), torch_check,
                             verdict]
     nccl = check_nccl(cfg, dict(os.environ), set(psutil.net_if_addrs()))
-    return [check_data(cfg), check_dvc(path), torch_check, check_precision(rep, cfg), check_gpu_visibility(rep, facts, cfg), nccl,
-            check_disk(cfg), check_memory(cfg), check_ports(cfg), check_server(cfg), verdict]
+    return [check_data(cfg), check_dvc(path), torch_check, check_precision(rep, cfg),
+            check_gpu_visibility(rep, facts, cfg), nccl, check_disk(cfg), check_memory(cfg), check_ports(cfg),
+            check_server(cfg), verdict]

@@ -358,9 +358,13 @@ def _lora_info(conf, cfg) -> dict:
 
 # %% ../nbs/20_model.ipynb #5ae63268
 def _clean_texts(src:Path) -> list[str]:
-    "The `text` column of the clean stage's parquet file."
+    "The `text` column of the clean stage's parquet file; a ConfigError when cleaning kept nothing to learn from."
     import pyarrow.parquet as pq
-    return pq.read_table(src, columns=["text"]).column("text").to_pylist()
+    texts = pq.read_table(src, columns=["text"]).column("text").to_pylist()
+    if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
+                                         f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
+                                         "a whole file as one record wants ingest's text_unit: paragraph or line)")
+    return texts
 
 @timed_stage("model")
 def run_model(cfg, run) -> dict:

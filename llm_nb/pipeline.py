@@ -21,7 +21,7 @@ from .tokenize import run_tokenize
 from .train import run_train
 from .evaluate import run_evaluate
 from .export import run_export
-from .serve import serve_exported
+from .serve import serve_exported, served_files
 from .bench import BenchFailed, run_bench
 from .monitor import watch_server
 
@@ -41,7 +41,8 @@ def run_serve_bench(cfg, run) -> dict:
         with watch_server(cfg, run, server): res = run_bench(cfg, run, server)  # Prometheus if monitor.prometheus
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode)
-    run.record("serve", outputs=[server.log_path], counts=counts)
+    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path],
+               counts=counts)
     if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
     return res
 

