@@ -192,8 +192,9 @@ def quality_sql(ccfg, # the `clean` config section (thresholds)
            ("too_long", f"length({col}) > {int(ccfg.max_chars)}")]
     if ccfg.require_letters: out.append(("no_letters", rf"NOT regexp_matches({col}, '\p{{L}}')"))
     if ccfg.reject_mojibake: out.append(("mojibake", f"regexp_matches({col}, '{MOJIBAKE}')"))
-    if ccfg.max_symbol_ratio < 1:
-        out.append(("symbol_ratio", f"{marks} / greatest({marks} + {letters}, 1) > {ccfg.max_symbol_ratio}"))
+    if ccfg.max_symbol_ratio < 1:  # marks / (marks + letters) > t, with the marks computed once (decimal: exact)
+        t = ccfg.max_symbol_ratio
+        out.append(("symbol_ratio", f"{marks} * (1 - {t}) > {t} * {letters}"))
     if ccfg.max_digit_ratio < 1: out.append(("digit_ratio", f"{digits} / {n} > {ccfg.max_digit_ratio}"))
     if ccfg.max_dup_line_ratio < 1: out.append(("repeated_lines", f"{repeated} > {ccfg.max_dup_line_ratio}"))
     return out

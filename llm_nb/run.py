@@ -12,7 +12,7 @@ from .env import _version
 
 # %% auto #0
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter', 'show_table',
-           'is_main_process', 'Run', 'git_revision', 'config_sha256', 'timed_stage']
+           'is_main_process', 'Run', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -139,9 +139,13 @@ def git_revision(path:Path|None=None # a folder inside the checkout (default: th
     return dict(commit=head.stdout.strip(), dirty=dirty)
 
 # %% ../nbs/02_run.ipynb #gv0c0005
+def json_sha256(x) -> str:
+    "Hex sha256 of `x` as canonical JSON (sorted keys; what JSON cannot hold, as its string)."
+    return hashlib.sha256(json.dumps(x, sort_keys=True, default=str).encode()).hexdigest()
+
 def config_sha256(cfg:Config) -> str:
-    "Hex sha256 of the config's canonical JSON (sorted keys): equal for equal settings."
-    return hashlib.sha256(json.dumps(cfg.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+    "Hex sha256 of the config's canonical JSON: equal for equal settings."
+    return json_sha256(cfg.model_dump(mode="json"))
 
 # %% ../nbs/02_run.ipynb #d32654a4
 @patch

@@ -4,11 +4,11 @@
 
 # %% ../nbs/13_version.ipynb #vr000005
 from __future__ import annotations
-import ast, hashlib, importlib.util, json, subprocess, sys
+import ast, hashlib, importlib.util, subprocess, sys
 from pathlib import Path
 import yaml
 from .config import Config, ConfigError, to_yaml
-from .run import Run, sha256_file
+from .run import Run, json_sha256, sha256_file
 
 # %% auto #0
 __all__ = ['module_path', 'imported_modules', 'stage_modules', 'code_sha256', 'sections_read', 'stages_recorded', 'file_sha256',
@@ -65,10 +65,6 @@ def sections_read(modules:list[str] # from `stage_modules`
     return sorted(found)
 
 # %% ../nbs/13_version.ipynb #vr000015
-def _sha(x) -> str:
-    "Hex sha256 of `x` as canonical JSON."
-    return hashlib.sha256(json.dumps(x, sort_keys=True, default=str).encode()).hexdigest()
-
 def stages_recorded(run:Run) -> dict:
     "The manifest's stage entries ({} before the first stage records)."
     return run.manifest()["stages"] if (run.dir/"manifest.json").exists() else {}
@@ -99,10 +95,9 @@ def stage_key(cfg:Config, # the run's config
     watch = fn.watch(cfg, run) if getattr(fn, "watch", None) else []
     if watch is None: return None
     mods, recorded = stage_modules(fn), stages_recorded(run)
-    return dict(code=code_sha256(mods),
-                config={s: _sha(getattr(cfg, s).model_dump(mode="json")) for s in sections_read(mods)},
-                upstream=_sha({n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}),
-                watch=_sha(watch))
+    earlier = {n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}
+    return dict(code=code_sha256(mods), upstream=json_sha256(earlier), watch=json_sha256(watch),
+                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json")) for s in sections_read(mods)})
 
 # %% ../nbs/13_version.ipynb #vr000022
 def changed_files(run:Run, entry:dict, kind:str) -> list[str]:

@@ -1,4 +1,4 @@
-import os, shutil, subprocess, sys, time
+import json, os, random, shutil, subprocess, sys, time
 from pathlib import Path
 import pytest
 from llm_nb.testing import run_until
@@ -6,6 +6,12 @@ from llm_nb.testing import run_until
 def llm_nb_cmd(*args, **kw):
     "Run the `llm_nb` console script; returns the CompletedProcess."
     return subprocess.run(["llm_nb", *map(str, args)], capture_output=True, text=True, timeout=600, **kw)
+
+def random_word_lines(n:int, seed:int) -> list[str]:
+    "`n` JSONL lines of random words (no two near duplicates): raw data whose every record survives cleaning."
+    rng = random.Random(seed)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in range(300)]
+    return [json.dumps({"text": " ".join(rng.choices(words, k=20))}) for _ in range(n)]
 
 @pytest.fixture(scope="session")
 def exported_run():

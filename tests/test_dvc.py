@@ -2,9 +2,9 @@
 stages clean needs once, a second time nothing; a changed raw record re-runs ingest and clean (new hashes); a clean
 setting re-runs clean only; the older dvc.lock checked out brings the older bytes back exactly; and
 `dvc push`, then `dvc pull` into an emptied cache, restores them."""
-import json, random, shutil, subprocess, sys
+import shutil, subprocess, sys
 import pytest, yaml
-from conftest import llm_nb_cmd
+from conftest import llm_nb_cmd, random_word_lines
 
 pytest.importorskip("dvc", reason="DVC is the `dvc` extra (tools/install.sh --dev installs it)")
 
@@ -17,12 +17,6 @@ def sh(*args, cwd) -> str:
 def dvc(*args, cwd) -> str:
     "This Python's DVC."
     return sh(sys.executable, "-m", "dvc", *args, cwd=cwd)
-
-def records(n:int, seed:int) -> list[str]:
-    "`n` JSONL lines of random words (no two near duplicates)."
-    rng = random.Random(seed)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in range(300)]
-    return [json.dumps({"text": " ".join(rng.choices(words, k=20))}) for _ in range(n)]
 
 def ran(out:str) -> list[str]:
     "The stages `dvc repro` ran, from its output."
@@ -37,7 +31,7 @@ def project(tmp_path):
     "A git project with a raw file, a config (no synth records, no annotation) and the DVC files `llm_nb dvc` wrote."
     p = tmp_path/"project"
     (p/"raw").mkdir(parents=True)
-    (p/"raw"/"reviews.jsonl").write_text("\n".join(records(40, 0)) + "\n")
+    (p/"raw"/"reviews.jsonl").write_text("\n".join(random_word_lines(40, 0)) + "\n")
     (p/"cfg.yaml").write_text(f"run: {{root: runs, name: d}}\nsynth: {{n_records: 0}}\nannotate: {{input: ''}}\n"
                               f"ingest:\n  sources:\n    - {{name: raw, path: raw/*.jsonl}}\n"
                               f"dvc: {{remote: {tmp_path/'remote'}}}\n")
@@ -57,7 +51,7 @@ def test_repro_runs_what_changed_and_checkout_rolls_back(project):
     v1_bytes, v1_md5 = clean.read_bytes(), lock_md5(p, "clean")
     assert ran(dvc("repro", "clean", cwd=p)) == []  # nothing changed: nothing runs
     lines = (p/"raw"/"reviews.jsonl").read_text().splitlines()
-    lines[7] = records(1, 99)[0]  # one record changed
+    lines[7] = random_word_lines(1, 99)[0]  # one record changed
     (p/"raw"/"reviews.jsonl").write_text("\n".join(lines) + "\n")
     assert ran(dvc("repro", "clean", cwd=p)) == ["ingest", "clean"]  # the stages downstream of the raw file
     assert lock_md5(p, "clean") != v1_md5 and clean.read_bytes() != v1_bytes

@@ -1,16 +1,14 @@
 """Stage caching and lineage through the `llm_nb` command, as a user runs it: a second run with nothing changed runs
 nothing; an edited raw file, a new raw file or a changed config section re-runs that stage and what it feeds, each
 with its reason printed; `--force` runs all; `llm_nb lineage` reaches the raw files by hash."""
-import hashlib, json, random
-from conftest import llm_nb_cmd
+import hashlib, json
+from conftest import llm_nb_cmd, random_word_lines
 
 STAGES = "synth,ingest,clean"
 
 def reviews(n:int, seed:int) -> str:
-    "`n` JSONL records of random words (no two near duplicates)."
-    rng = random.Random(seed)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in range(300)]
-    return "".join(json.dumps({"text": " ".join(rng.choices(words, k=20))}) + "\n" for _ in range(n))
+    "`n` JSONL records of random words, as a file's text."
+    return "".join(l + "\n" for l in random_word_lines(n, seed))
 
 def setup(tmp_path):
     "A config reading tmp/raw*.jsonl (one file of 40 records), its run folder, and the raw file."
