@@ -558,8 +558,9 @@ def _record(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report."
     res = dict(stats["counts"], rejected=stats["rejected"], pii=stats["pii"], sensitive_hits=stats["sensitive_hits"],
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
-    out = run.dir/"clean"
-    run.record("clean", inputs=[run.dir/"ingest"/"parts"], outputs=[out/f for f in OUTPUTS], counts=res)
+    out, words = run.dir/"clean", run.cfg.clean.sensitive_words_file  # the word list is an input too
+    inputs = [run.dir/"ingest"/"parts"] + ([run.path(words)] if words else [])
+    run.record("clean", inputs=inputs, outputs=[out/f for f in OUTPUTS], counts=res)
     return res
 
 # %% ../nbs/11_clean.ipynb #197490e2

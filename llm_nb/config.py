@@ -31,16 +31,26 @@ class RunCfg(Section):
 # %% ../nbs/00_config.ipynb #de06d533
 class SynthCfg(Section):
     "Demo data generator: raw records with known duplicates, PII and broken lines (0 records = off)."
-    n_records: int = 600  # distinct records
-    n_exact_dups: int = 40  # extra copies identical byte for byte
-    n_space_dups: int = 20  # extra copies that differ only in whitespace
-    n_near_dups: int = 20  # copies with one small edit
-    n_sensitive: int = 15  # records carrying a word from the sensitive list
-    n_pii: int = 30  # records carrying a phone number, email or ID number
-    n_bad_json: int = 3  # lines that are not valid JSON
-    n_bad_utf8: int = 2  # lines that are not valid UTF-8
-    n_blank: int = 2  # empty lines
+    n_records: int = Field(600, ge=0)  # distinct records
+    n_exact_dups: int = Field(40, ge=0)  # extra copies identical byte for byte
+    n_space_dups: int = Field(20, ge=0)  # extra copies that differ only in whitespace
+    n_near_dups: int = Field(20, ge=0)  # copies with one small edit
+    n_sensitive: int = Field(15, ge=0)  # records carrying a word from the sensitive list
+    n_pii: int = Field(30, ge=0)  # records carrying a phone number, email or ID number
+    n_bad_json: int = Field(3, ge=0)  # lines that are not valid JSON
+    n_bad_utf8: int = Field(2, ge=0)  # lines that are not valid UTF-8
+    n_blank: int = Field(2, ge=0)  # empty lines
     n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
+
+    @model_validator(mode="after")
+    def _enough_records(self):
+        "Each planted record and each whitespace or near copy is of its own distinct record: there must be enough."
+        n, planted = self.n_records, self.n_sensitive + self.n_pii
+        if n and max(planted, self.n_space_dups, self.n_near_dups) > n:
+            raise ValueError(f"n_records {n} is too few: n_sensitive + n_pii ({planted}), n_space_dups "
+                             f"({self.n_space_dups}) and n_near_dups ({self.n_near_dups}) each need as many distinct "
+                             "records; lower them or raise n_records")
+        return self
 
 # %% ../nbs/00_config.ipynb #4f6a4fc1
 class SourceCfg(Section):
@@ -141,6 +151,9 @@ class DvcCfg(Section):
     remote: str = ""  # a folder (one machine), or s3://bucket/path (a team); "" = no remote
     endpoint_url: str = ""  # an S3-compatible server (MinIO); credentials come from AWS_* environment variables
     shared: bool = False  # a team uses this data: a remote on a local folder is then warned about
+    # where the folders with model weights (model, train, export) are kept: DVC's cache like the data, or Git,
+    # with their large files (weights, tokenizers) in Git LFS
+    model_files: Literal["dvc", "git-lfs"] = "dvc"
 
 # %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/91_doctor.ipynb #dr000005
 from __future__ import annotations
-import json, os, re, shutil, socket
+import json, os, re, shutil, socket, subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import httpx, psutil
@@ -14,7 +14,7 @@ from .run import Run
 from .version import changed_files, dvc, stages_recorded
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'UNITS', 'Verdict', 'check_data', 'check_dvc', 'gpu_facts', 'check_torch_cuda',
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'UNITS', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
            'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'memory_bytes', 'check_memory',
            'check_ports', 'check_server', 'check_config', 'doctor']
 
@@ -51,9 +51,9 @@ def _stale_code(project:Path) -> list[str]:
     "The stages whose hash in code.yaml is not that of the code installed now."
     import yaml
     from llm_nb.pipeline import STAGES
-    from llm_nb.version import code_sha256, stage_modules
+    from llm_nb.version import code_sha256, reached_code
     pinned = yaml.safe_load((project/"code.yaml").read_text()) if (project/"code.yaml").exists() else {}
-    return [s for s, h in pinned.items() if s in STAGES and h != code_sha256(stage_modules(STAGES[s]))]
+    return [s for s, h in pinned.items() if s in STAGES and h != code_sha256(reached_code(STAGES[s]))]
 
 def check_dvc(path:Path|None # the config file; its folder is the DVC project when dvc.yaml is there
              ) -> Verdict:
@@ -70,6 +70,25 @@ def check_dvc(path:Path|None # the config file; its folder is the DVC project wh
     if changed: return Verdict("dvc", "warn", f"dvc status: {', '.join(changed)} differ from dvc.lock",
                                "`dvc repro` re-runs them; `dvc checkout` puts back the data dvc.lock records")
     return Verdict("dvc", "ok", f"{project}: data and pipelines match dvc.lock")
+
+# %% ../nbs/91_doctor.ipynb #dd000005
+def _lfs_pointers(project:Path) -> list[str]:
+    "The files Git LFS tracks under `project` whose content is not checked out, only their pointer."
+    r = subprocess.run(["git", "lfs", "ls-files"], cwd=project, capture_output=True, text=True)
+    return [line.split(" - ", 1)[1] for line in r.stdout.splitlines() if " - " in line]
+
+def check_lfs(path:Path|None, # the config file; its folder is the project
+              cfg:Config) -> Verdict:
+    "Where Git LFS keeps the model files: it is installed, and every file it tracks has its content checked out."
+    if cfg.dvc.model_files != "git-lfs": return Verdict("lfs", "skip", "dvc.model_files is dvc: no Git LFS")
+    project = Path(path).resolve().parent if path else Path.cwd()
+    if subprocess.run(["git", "lfs", "version"], capture_output=True).returncode:
+        return Verdict("lfs", "fail", "dvc.model_files is git-lfs, but Git LFS is not installed",
+                       "apt-get install git-lfs (or brew install git-lfs), then `git lfs install` and `git lfs pull`")
+    if ptrs := _lfs_pointers(project):
+        return Verdict("lfs", "fail", f"{len(ptrs)} model file(s) are Git LFS pointers, not their content: {ptrs[0]}",
+                       "`git lfs pull` in the project (a clone made without Git LFS has only the pointers)")
+    return Verdict("lfs", "ok", f"{project}: every file Git LFS tracks is checked out")
 
 # %% ../nbs/91_doctor.ipynb #dr000013
 def gpu_facts() -> dict:
@@ -264,6 +283,6 @@ def doctor(path:Path|None=None # the YAML config (None: the demo config)
     if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), torch_check,
                             verdict]
     nccl = check_nccl(cfg, dict(os.environ), set(psutil.net_if_addrs()))
-    return [check_data(cfg), check_dvc(path), torch_check, check_precision(rep, cfg),
+    return [check_data(cfg), check_dvc(path), check_lfs(path, cfg), torch_check, check_precision(rep, cfg),
             check_gpu_visibility(rep, facts, cfg), nccl, check_disk(cfg), check_memory(cfg), check_ports(cfg),
             check_server(cfg), verdict]

@@ -10,8 +10,8 @@ import httpx, yaml
 from fastcore.imports import in_ipython
 from .config import Config, ConfigError, load_config, demo_config_path, check_paths, expand
 from .run import Run, is_main_process, timed_stage
-from .version import (code_sha256, dvc_init, dvc_stage, format_lineage, lineage, remote_warnings, sections_read,
-                            stage_key, stage_modules, stale_reasons, stamp, write_dvc_files)
+from .version import (code_sha256, dvc_init, dvc_stage, format_lineage, git_lfs_track, lineage, remote_warnings,
+                            sections_read, reached_code, stage_key, stale_reasons, stamp, write_dvc_files)
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
@@ -26,9 +26,9 @@ from .bench import BenchFailed, run_bench
 from .monitor import watch_server
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'DESCRIPTION', 'run_serve_bench', 'compare_engines',
-           'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc', 'dvc_cli', 'bench_cli', 'lineage_cli',
-           'doctor_cli', 'main', 'launch_cli']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'WEIGHT_STAGES', 'DESCRIPTION', 'run_serve_bench',
+           'compare_engines', 'stage_status', 'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc', 'dvc_cli',
+           'bench_cli', 'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -87,6 +87,18 @@ STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, annotate=run_
               tokenize=run_tokenize, train=run_train, evaluate=run_evaluate, export=run_export,
               serve_bench=run_serve_bench)
 
+# %% ../nbs/90_pipeline.ipynb #ps000021
+# the stage folders each stage reads (the inputs the config names aside)
+STAGE_READS = dict(clean=["ingest"], model=["clean"], tokenize=["clean", "model"], train=["tokenize", "model"],
+                   evaluate=["tokenize", "model", "train"], export=["train", "model", "tokenize", "evaluate"],
+                   serve_bench=["export", "tokenize", "model", "train"])  # vLLM serves the base model + adapter
+STAGE_FOLDERS = dict(serve_bench=["serve", "bench"])  # the folders a stage writes, where not the one of its name
+WEIGHT_STAGES = ["model", "train", "export"]  # the stages whose folders hold model weights (`dvc.model_files`)
+
+def _dvc_caches(cfg:Config, s:str) -> bool:
+    "Does DVC store stage `s`'s folders in its cache? Not the weights' folders when Git LFS keeps them."
+    return not (cfg.dvc.model_files == "git-lfs" and s in WEIGHT_STAGES)
+
 # %% ../nbs/90_pipeline.ipynb #625b784d
 def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict:
     "Add the stages run and skipped, their seconds and the total to report.json; returns the summary."
@@ -98,12 +110,16 @@ def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict
     return rep["summary"]
 
 # %% ../nbs/90_pipeline.ipynb #ps000001
+def stage_status(cfg:Config, run:Run, s:str) -> tuple[dict|None, list[str]]:
+    "Stage `s`'s key now, and why it must run again ([]: its recorded result still holds)."
+    fn = STAGES[s]
+    key = stage_key(cfg, run, fn, [STAGES[u].stage for u in STAGE_READS.get(s, [])])
+    return key, stale_reasons(run, fn.stage, key)
+
 def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
     "Run stage `s` unless its recorded result still holds (or `forced_by` says why it runs anyway); True if it ran."
-    fn = STAGES[s]
-    upstream = [STAGES[u].stage for u in list(STAGES)[:list(STAGES).index(s)]]
-    key = stage_key(cfg, run, fn, upstream)
-    why = [forced_by] if forced_by else stale_reasons(run, fn.stage, key)
+    fn, (key, why) = STAGES[s], stage_status(cfg, run, s)
+    why = [forced_by] if forced_by else why
     if not why:
         print(f"{s}: skipped: code, config, inputs and outputs unchanged since it ran (--force runs it)")
         return False
@@ -134,12 +150,6 @@ def run_pipeline(cfg:Config, # the run's config
     return run
 
 # %% ../nbs/90_pipeline.ipynb #dv000002
-# the stage folders each stage reads (the inputs the config names aside)
-STAGE_READS = dict(clean=["ingest"], model=["clean"], tokenize=["clean", "model"], train=["tokenize", "model"],
-                   evaluate=["tokenize", "model", "train"], export=["train", "model", "tokenize"],
-                   serve_bench=["export", "tokenize"])
-STAGE_FOLDERS = dict(serve_bench=["serve", "bench"])  # the folders a stage writes, where not the one of its name
-
 def _fixed_part(p:str) -> str:
     "The path up to its first component with a glob character: the folder a glob's files are in."
     parts = Path(p).parts
@@ -175,8 +185,8 @@ def dvc_stages(cfg:Config, # the config
         if s == "annotate" and not cfg.annotate.input: continue  # off
         folders = STAGE_FOLDERS.get(s, [s]) + (["monitor"] if s == "serve_bench" and cfg.monitor.prometheus else [])
         deps = [f"{run_dir}/{STAGE_FOLDERS.get(u, [u])[0]}" for u in STAGE_READS.get(s, [])]
-        out[s] = dvc_stage(s, sections_read(stage_modules(fn)), deps + config_inputs(cfg, s, run_dir),
-                           [f"{run_dir}/{f}" for f in folders])
+        out[s] = dvc_stage(s, sections_read(reached_code(fn)), deps + config_inputs(cfg, s, run_dir),
+                           [f"{run_dir}/{f}" for f in folders], cache=_dvc_caches(cfg, s))
     return out
 
 # %% ../nbs/90_pipeline.ipynb #dv000006
@@ -186,10 +196,11 @@ def write_dvc(cfg:Config, # the config the stages run on (written as params.yaml
     "params.yaml, code.yaml and dvc.yaml for `cfg` in `project`, which becomes a DVC project with the config's remote."
     for w in remote_warnings(cfg.dvc): print(f"warning: {w}")
     stages = dvc_stages(cfg, _run_dir_in(cfg, project))
-    code = {s: code_sha256(stage_modules(STAGES[s])) for s in stages}
+    code = {s: code_sha256(reached_code(STAGES[s])) for s in stages}
     files = write_dvc_files(project, cfg, stages, code)
     dvc_init(project, cfg.dvc)
-    return files
+    lfs = [f"{_run_dir_in(cfg, project)}/{s}" for s in WEIGHT_STAGES if s in stages and not _dvc_caches(cfg, s)]
+    return files + ([git_lfs_track(project, lfs)] if lfs else [])
 
 def dvc_cli(config:str, # the config file
             project:str|None # the DVC project (default: here)

@@ -4,16 +4,17 @@
 
 # %% ../nbs/13_version.ipynb #vr000005
 from __future__ import annotations
-import ast, hashlib, importlib.util, subprocess, sys
+import ast, functools, hashlib, importlib, importlib.util, inspect, subprocess, sys, textwrap
 from pathlib import Path
 import yaml
 from .config import Config, ConfigError, to_yaml
 from .run import Run, json_sha256, sha256_file
 
 # %% auto #0
-__all__ = ['module_path', 'imported_modules', 'stage_modules', 'code_sha256', 'sections_read', 'stages_recorded', 'file_sha256',
-           'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp', 'find_run_dir', 'lineage',
-           'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage', 'write_dvc_files']
+__all__ = ['LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read', 'stages_recorded',
+           'file_sha256', 'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp', 'find_run_dir',
+           'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage', 'write_dvc_files',
+           'lfs_attributes', 'git_lfs_track']
 
 # %% ../nbs/13_version.ipynb #vr000007
 def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
@@ -24,44 +25,86 @@ def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
     p = Path(llm_nb.__file__).parent/(name.split(".", 1)[1].replace(".", "/") + ".py")
     return p if p.exists() else None
 
-def imported_modules(path:Path # a Python source file
-                    ) -> set[str]:
-    "The `llm_nb` modules the source imports anywhere in it, absolutely or relatively."
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            mod = "llm_nb" + (f".{node.module}" if node.module else "") if node.level else node.module or ""
-            out.update([mod, *(f"{mod}.{a.name}" for a in node.names)])
-        elif isinstance(node, ast.Import): out.update(a.name for a in node.names)
-    return {m for m in out if module_path(m)}
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+@functools.lru_cache(maxsize=256)
+def _definitions(path:Path, mtime_ns:int) -> dict:
+    "{name: node} of a source file's top-level definitions, and `None`: the whole module (parsed once per mtime)."
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {None: tree, **{n.name: n for n in tree.body if isinstance(n, _DEFS)}}
+
+# %% ../nbs/13_version.ipynb #vr000037
+def definition(obj # an `llm_nb` function or class (or one defined in a notebook)
+              ) -> ast.AST:
+    "The syntax tree of `obj`'s top-level definition in its file as it is now (the module's, else the cell's)."
+    p = module_path(obj.__module__)
+    if p is not None:
+        defs = _definitions(p, p.stat().st_mtime_ns)
+        node = defs.get(obj.__qualname__.split(".")[0])
+        if node is not None and (inspect.isclass(obj) or node.name == obj.__name__): return node
+        if inspect.isfunction(obj):  # a method added by `patch`, a method, a lambda: the statement around its lines
+            line = obj.__code__.co_firstlineno
+            first = lambda n: min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+            around = [n for n in defs[None].body if first(n) <= line <= n.end_lineno]
+            return around[0] if around else defs[None]
+    return ast.parse(textwrap.dedent(inspect.getsource(obj)))  # defined elsewhere: a notebook cell
+
+def _ours(obj) -> bool:
+    "Is `obj` a function or class of `llm_nb`?"
+    ours = str(getattr(obj, "__module__", "")).startswith("llm_nb.")
+    return ours and (inspect.isfunction(obj) or inspect.isclass(obj))
+
+# %% ../nbs/13_version.ipynb #vr000039
+def _named(obj, # where the names are looked up: its module's globals
+           tree:ast.AST # the definition
+          ):
+    "The objects that names in `tree` stand for: globals, attributes of modules and classes, imports inside it."
+    mod = sys.modules.get(obj.__module__)
+    g = obj.__globals__ if inspect.isfunction(obj) else vars(mod) if mod else {}
+    def look(n):
+        if isinstance(n, ast.Name): return g.get(n.id)
+        base = look(n.value) if isinstance(n.value, (ast.Name, ast.Attribute)) else None
+        return getattr(base, n.attr, None) if inspect.ismodule(base) or inspect.isclass(base) else None
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Name, ast.Attribute)): yield look(n)
+        elif isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("llm_nb")):
+            mod = importlib.import_module("." * n.level + (n.module or ""), "llm_nb")
+            yield from (getattr(mod, a.name, None) for a in n.names)
+
+def reached_code(fn # a stage runner (`run_clean`, ...), or any function
+                ) -> dict:
+    "{module.qualname: obj} of every `llm_nb` function and class `fn` can call, found by name, transitively."
+    todo, seen = [inspect.unwrap(fn)] + ([Run] if hasattr(fn, "stage") else []), {}  # a stage is given a `Run`
+    while todo:
+        obj = todo.pop()
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        if name in seen: continue
+        seen[name] = obj
+        more = list(vars(obj).values()) if inspect.isclass(obj) else []  # its methods, those `patch` added too
+        for o in [*_named(obj, definition(obj)), more]:
+            todo.extend(v for v in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else [o])
+                        if _ours(v))
+    return dict(sorted(seen.items()))
 
 # %% ../nbs/13_version.ipynb #vr000009
-def stage_modules(fn # a stage runner (`run_clean`, ...)
-                 ) -> list[str]:
-    "The `llm_nb` modules a stage runner can reach: its own, and every one they import, transitively."
-    todo, seen = [fn.__module__], set()
-    while todo:
-        m = todo.pop()
-        if m in seen or not module_path(m): continue
-        seen.add(m)
-        todo.extend(imported_modules(module_path(m)))
-    return sorted(seen)
-
-def code_sha256(modules:list[str] # from `stage_modules`
+def code_sha256(code:dict # from `reached_code`
                ) -> str:
-    "Hex sha256 over the modules' names and sources: any edit of the code a stage runs changes it."
+    "Hex sha256 over the definitions and the other top-level statements of their modules: an edit there changes it."
     h = hashlib.sha256()
-    for m in modules: h.update(m.encode() + b"\0" + module_path(m).read_bytes() + b"\0")
+    for mod in sorted({o.__module__ for o in code.values()}):  # imports and constants beside the definitions
+        p = module_path(mod)
+        rest = [n for n in ast.parse(p.read_text(encoding="utf-8")).body if not isinstance(n, _DEFS)] if p else []
+        h.update(f"{mod}\0{ast.dump(ast.Module(rest, []))}\0".encode())
+    for name, obj in code.items(): h.update(f"{name}\0{ast.dump(definition(obj))}\0".encode())
     return h.hexdigest()
 
 # %% ../nbs/13_version.ipynb #vr000012
-def sections_read(modules:list[str] # from `stage_modules`
+def sections_read(code:dict # from `reached_code`
                  ) -> list[str]:
-    "The config sections the modules' code names as attributes (`cfg.clean`, `run.cfg.train`)."
+    "The config sections the code names as attributes (`cfg.clean`, `run.cfg.train`)."
     names, found = set(Config.model_fields), set()
-    for m in [m for m in modules if m != "llm_nb.config"]:
-        tree = ast.parse(module_path(m).read_text(encoding="utf-8"))
-        found.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in names)
+    for obj in [o for o in code.values() if o.__module__ != "llm_nb.config"]:
+        found.update(n.attr for n in ast.walk(definition(obj)) if isinstance(n, ast.Attribute) and n.attr in names)
     return sorted(found)
 
 # %% ../nbs/13_version.ipynb #vr000015
@@ -89,15 +132,15 @@ def current_files(run:Run, # the run the keys are relative to
 def stage_key(cfg:Config, # the run's config
               run:Run, # the run folder
               fn, # the stage runner (decorated by `timed_stage`)
-              upstream:list[str] # manifest names of the stages before it
+              upstream:list[str] # manifest names of the stages whose outputs it reads
              ) -> dict|None:
     "What the stage's result depends on (code, config sections, earlier outputs, watched files); None: unknowable."
     watch = fn.watch(cfg, run) if getattr(fn, "watch", None) else []
     if watch is None: return None
-    mods, recorded = stage_modules(fn), stages_recorded(run)
+    code, recorded = reached_code(fn), stages_recorded(run)
     earlier = {n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}
-    return dict(code=code_sha256(mods), upstream=json_sha256(earlier), watch=json_sha256(watch),
-                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json")) for s in sections_read(mods)})
+    return dict(code=code_sha256(code), upstream=json_sha256(earlier), watch=json_sha256(watch),
+                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json")) for s in sections_read(code)})
 
 # %% ../nbs/13_version.ipynb #vr000022
 def changed_files(run:Run, entry:dict, kind:str) -> list[str]:
@@ -244,11 +287,13 @@ def dvc_init(project:Path, # the folder the pipeline runs in
 def dvc_stage(name:str, # the pipeline stage
               sections:list[str], # the config sections it reads (`sections_read`)
               deps:list[str], # the folders and files it reads, relative to the project
-              outs:list[str] # the folders it writes
+              outs:list[str], # the folders it writes
+              cache:bool=True # False: DVC hashes the outputs but leaves storing them to Git (and Git LFS)
              ) -> dict:
     "One stage of dvc.yaml: `llm_nb run params.yaml --stages NAME --force`, its dependencies and outputs."
     return dict(cmd=f"llm_nb run params.yaml --stages {name} --force", deps=sorted(set(deps)),
-                params=[*sections, {"code.yaml": [name]}], outs=outs)
+                params=[*sections, {"code.yaml": [name]}],
+                outs=outs if cache else [{o: {"cache": False}} for o in outs])
 
 def write_dvc_files(project:Path, # the DVC project (where the pipeline runs)
                     cfg:Config, # the config, written as params.yaml
@@ -260,3 +305,26 @@ def write_dvc_files(project:Path, # the DVC project (where the pipeline runs)
              "dvc.yaml": yaml.safe_dump({"stages": stages}, sort_keys=False, allow_unicode=True)}
     for name, text in files.items(): (Path(project)/name).write_text(text, encoding="utf-8")
     return [Path(project)/name for name in files]
+
+# %% ../nbs/13_version.ipynb #vd000012
+LFS_PATTERNS = ["*.gguf", "*.safetensors", "*.bin", "*.pt", "*.pth", "*.model", "*.onnx"]  # weights, tokenizers
+
+def lfs_attributes(folders:list[str] # the folders whose large files go to Git LFS, relative to the project
+                  ) -> list[str]:
+    "The `.gitattributes` lines that send `LFS_PATTERNS` files anywhere under `folders` to Git LFS."
+    return [f"{f}/**/{p} filter=lfs diff=lfs merge=lfs -text" for f in folders for p in LFS_PATTERNS]
+
+# %% ../nbs/13_version.ipynb #vd000014
+def git_lfs_track(project:Path, # the DVC project, inside a git checkout
+                  folders:list[str] # from the project, the folders whose large files go to Git LFS
+                 ) -> Path:
+    "Turn Git LFS on in the project's git checkout and add `lfs_attributes` to its `.gitattributes` (once each)."
+    root = _git_root(Path(project))
+    if root is None: raise ConfigError(f"dvc.model_files: git-lfs needs a git checkout; {project} is not in one")
+    r = subprocess.run(["git", "lfs", "install", "--local"], cwd=root, capture_output=True, text=True)
+    if r.returncode:
+        raise ConfigError(f"dvc.model_files: git-lfs needs Git LFS (apt-get install git-lfs): {r.stderr.strip()}")
+    f = Path(project)/".gitattributes"
+    have = f.read_text(encoding="utf-8").splitlines() if f.exists() else []
+    f.write_text("\n".join(have + [l for l in lfs_attributes(folders) if l not in have]) + "\n", encoding="utf-8")
+    return f
