@@ -93,7 +93,8 @@ def code_sha256(code:dict # from `reached_code`
     h = hashlib.sha256()
     for mod in sorted({o.__module__ for o in code.values()}):  # imports and constants beside the definitions
         p = module_path(mod)
-        rest = [n for n in ast.parse(p.read_text(encoding="utf-8")).body if not isinstance(n, _DEFS)] if p else []
+        tree = _definitions(p, p.stat().st_mtime_ns)[None] if p else ast.Module([], [])  # parsed once per edit
+        rest = [n for n in tree.body if not isinstance(n, _DEFS)]
         h.update(f"{mod}\0{ast.dump(ast.Module(rest, []))}\0".encode())
     for name, obj in code.items(): h.update(f"{name}\0{ast.dump(definition(obj))}\0".encode())
     return h.hexdigest()
