@@ -4,12 +4,12 @@
 
 # %% ../nbs/01_env.ipynb #7d64bae9
 from __future__ import annotations
-import functools, importlib.util, importlib.metadata, os, platform, sys
+import contextlib, functools, importlib.util, importlib.metadata, os, platform, sys, warnings
 import psutil
 
 # %% auto #0
 __all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'nvml_devices', 'gpu_readings', 'cuda_available', 'gpu_info',
-           'env_report', 'recommend', 'resolve_loading']
+           'env_report', 'recommend', 'resolve_loading', 'peft_quietly']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def _version(pkg:str) -> str|None:
@@ -113,3 +113,11 @@ def resolve_loading(mcfg, # `Config.model`
     if mcfg.dtype != "auto": r["dtype"] = mcfg.dtype
     if mcfg.attn_implementation != "auto": r["attn_implementation"] = mcfg.attn_implementation
     return r
+
+# %% ../nbs/01_env.ipynb #en000002
+@contextlib.contextmanager
+def peft_quietly():
+    "Around a peft wrap or adapter load: no FutureWarning for peft's own use of `is_gradient_checkpointing`."
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield

@@ -12,7 +12,7 @@ import yaml
 from lm_eval.api.model import TemplateLM
 from tqdm.auto import tqdm
 from .config import ConfigError
-from .env import cuda_available
+from .env import cuda_available, peft_quietly
 from .run import save_figure, show_table, timed_stage
 
 # %% auto #0
@@ -367,7 +367,7 @@ def hf_lm_eval(cfg, # the run's config
     args = dict(pretrained=base, dtype="auto" if gpu else "float32", trust_remote_code=cfg.model.trust_remote_code)
     score = lambda **more: lm_eval_scores("hf", tasks, task_dir, dict(args, **more), ec.limit, ec.batch_size,
                                           "cuda" if gpu else "cpu")
-    return {"base": score(), "fine-tuned": score(peft=str(adapter))}
+    with peft_quietly(): return {"base": score(), "fine-tuned": score(peft=str(adapter))}  # lm-eval wraps with peft
 
 # %% ../nbs/30_evaluate.ipynb #b2e0c012
 def write_lm_eval(tasks:dict, # `task_fewshot`
@@ -399,8 +399,8 @@ def run_evaluate(cfg, run) -> dict:
     tasks = write_stage_tasks(cfg, run, tok, out/"tasks")
     model = load_model(base, cfg.model, training=False)
     before = perplexity(model, ds, tok.pad_token_id, ec.batch_size, ec.max_batches)
-    after = perplexity(PeftModel.from_pretrained(model, str(adapter)), ds, tok.pad_token_id, ec.batch_size,
-                       ec.max_batches)
+    with peft_quietly(): tuned = PeftModel.from_pretrained(model, str(adapter))
+    after = perplexity(tuned, ds, tok.pad_token_id, ec.batch_size, ec.max_batches)
     res = dict(ppl_before=before["ppl"], ppl_after=after["ppl"], eval_tokens=after["tokens"])
     (out/"perplexity.json").write_text(json.dumps(res, indent=2))
     print(f"evaluate: perplexity {res['ppl_before']:.1f} (base) -> {res['ppl_after']:.2f} (fine-tuned) "

@@ -41,10 +41,11 @@ def merge_adapter(base:str, # the base model: hub id or folder
                  ) -> Path:
     "Base + LoRA adapter merged into a standalone checkpoint in `out` (with tokenizer files)."
     from peft import PeftModel
+    from llm_nb.env import peft_quietly
     from llm_nb.model import load_model, load_tokenizer
     dtype = "float32" if mcfg.dtype == "auto" else mcfg.dtype
     model = load_model(base, mcfg.model_copy(update=dict(dtype=dtype)), training=False)
-    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    with peft_quietly(): merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.save_pretrained(out)
     load_tokenizer(base, mcfg.trust_remote_code).save_pretrained(out)
     sp = Path(base)/"tokenizer.model"

@@ -199,13 +199,15 @@ def add_lora(model, # a causal LM
             ):
     "The model wrapped with a trainable LoRA adapter, settings from `lora_settings` (QLoRA-prepared if quantized)."
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from llm_nb.env import peft_quietly
     s = lora_settings(lcfg, model.config.model_type)
     if getattr(model, "is_loaded_in_8bit", False) or getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
     tm = "all-linear" if s["target_modules"] == ["all-linear"] else s["target_modules"]
     lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
                     task_type="CAUSAL_LM")
-    try: return get_peft_model(model, lc)
+    try:
+        with peft_quietly(): return get_peft_model(model, lc)
     except ValueError as e:  # peft: "Target modules {...} not found in the base model"
         raise ConfigError(f"lora.target_modules={s['target_modules']}: {str(e).splitlines()[0]}") from None
 

@@ -203,9 +203,10 @@ def random_adapter(base:str|Path, # the base model's folder
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
+    from llm_nb.env import peft_quietly
     torch.manual_seed(seed)
     lora = LoraConfig(r=r, lora_alpha=2 * r, target_modules=list(targets), init_lora_weights=False)
-    get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora).save_pretrained(out)
+    with peft_quietly(): get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora).save_pretrained(out)
     return Path(out)
 
 # %% ../nbs/04_testing.ipynb #24e55431
