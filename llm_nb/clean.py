@@ -9,15 +9,16 @@ from pathlib import Path
 import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
+from .env import cjk_fonts
 from .run import save_figure, timed_stage
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS',
            'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS',
-           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder',
-           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql',
-           'quality_sql', 'near_lsh', 'connect_at', 'connect', 'clean_stats', 'plot_stats', 'run_clean']
+           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
+           'placeholder', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
+           'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect', 'clean_stats', 'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -512,13 +513,21 @@ def clean_stats(con, # a connection holding the stage's `judged` table
                 length_median=_query(con, "SELECT coalesce(median(length(text)), 0) FROM read_parquet(?)", clean)[0][0])
 
 # %% ../nbs/11_clean.ipynb #47fb386c
+TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
+
 def plot_stats(stats:dict, # from `clean_stats`
                path:Path # the PNG to write
               ) -> Path:
-    "Rows remaining after each step, and the length histogram of the kept texts, as one PNG."
+    "Rows remaining after each step, the length histogram and the top terms of the kept texts, as one PNG."
     from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
-    fig = Figure(figsize=(11, 3.8))
-    a, b = fig.subplots(1, 2)
+    with cjk_fonts():
+        fig = Figure(figsize=(15, 3.8))
+        a, b, c = fig.subplots(1, 3)
+        _draw_stats(stats, a, b, c)
+        return save_figure(fig, path)
+
+def _draw_stats(stats:dict, a, b, c):
+    "Steps on `a`, lengths on `b`, top terms on `c` (matplotlib axes)."
     names, vals = zip(*stats["steps"])
     labels = [n if n == "input" else f"after {n}" for n in names]
     a.barh(labels[::-1], vals[::-1], color="#3182bd")
@@ -527,7 +536,9 @@ def plot_stats(stats:dict, # from `clean_stats`
     b.bar(list(stats["length_hist"]), list(stats["length_hist"].values()), color="#9ecae1")
     b.set_title("length of kept texts (characters)")
     b.tick_params(axis="x", rotation=45)
-    return save_figure(fig, path)
+    terms = stats["top_terms"][:TERMS_PLOTTED][::-1]
+    c.barh([t for t, _ in terms], [n for _, n in terms], color="#6baed6")
+    c.set_title("most frequent terms (sample of kept texts)")
 
 # %% ../nbs/11_clean.ipynb #2ff22929
 OUTPUTS = ["clean.parquet", "rejected.parquet", "stats.json", "stats.png"]  # what the stage writes in clean/

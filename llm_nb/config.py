@@ -67,6 +67,7 @@ class SourceCfg(Section):
     ocr: Literal["auto", "off"] = "auto"  # PDF pages with no text layer: Tesseract if installed, else dead-lettered
     ocr_lang: str = "eng"  # Tesseract languages, e.g. "chi_sim+eng"
     ocr_dpi: int = Field(300, gt=0)  # resolution scanned pages are rendered at for OCR
+    ocr_min_image: float = Field(0.1, gt=0, le=1)  # PDF: an image this share of a page with no text over it is OCR'd
     url: str = ""  # http: the endpoint; pages are requested with `page_param`
     records_field: str = ""  # http/json: key of the record list in each page ("" = the page is the list)
     page_param: str = "page"
@@ -369,6 +370,7 @@ class MonitorCfg(Section):
     "Metrics exporter, Prometheus scrape config and alert rules, Grafana dashboard."
     # serve_bench: run the exporter and Prometheus (Debian's) around the benchmark, then query every dashboard panel
     prometheus: bool = False
+    exporter: bool = False  # the exporter alone (for a Prometheus of your own; `prometheus: true` runs it anyway)
     exporter_port: int = Field(0, ge=0)  # where the exporter listens; 0 = any free port (DCGM's exporter uses 9400)
     prometheus_port: int = Field(0, ge=0)  # where Prometheus listens (on 127.0.0.1); 0 = any free port
     scrape_interval: str = "5s"  # Prometheus scrape and rule evaluation interval
@@ -377,6 +379,13 @@ class MonitorCfg(Section):
     kv_cache_usage: float = Field(0.95, gt=0, le=1)  # KVCacheNearlyFull above this share of vLLM's KV cache
     queue_time_s: float = Field(2.0, gt=0)  # RequestsQueueing when the mean queue time is above this
     rss_limit_gib: float = Field(32.0, gt=0)  # ServedProcessMemoryHigh above this resident memory
+    # serve_bench and `llm_nb serve`: restart the server when its memory (RSS + GPU) is above rss_limit_gib and growing
+    watchdog: bool = False
+    watchdog_growth_mib_s: float = Field(1.0, ge=0)  # the growth (MiB/s, least squares over the window) that leaks
+    watchdog_window: int = Field(12, ge=2)  # samples the growth is fitted over
+    watchdog_interval_s: float = Field(5.0, gt=0)  # seconds between samples
+    watchdog_backoff_s: float = Field(5.0, ge=0)  # wait before the first restart, doubled for each next one
+    watchdog_max_restarts: int = Field(5, ge=0)  # then it gives up (and logs so)
 
 # %% ../nbs/00_config.ipynb #61daa562
 class Config(Section):

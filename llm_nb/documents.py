@@ -12,8 +12,9 @@ from .ingest import Event, check_text, escaped, _text_chunks
 
 # %% auto #0
 __all__ = ['OCR_TIMEOUT', 'PDF_HEADER_WITHIN', 'RAW_HEAD', 'OLE_MAGIC', 'DOCUMENT_READERS', 'markdown_table', 'dehyphenate',
-           'PageContent', 'page_content', 'ocr_unavailable', 'ocr_page', 'PageResult', 'page_records', 'pdf_problem',
-           'open_failure', 'read_pdf', 'read_html', 'docx_blocks', 'docx_problem', 'read_docx', 'document_events']
+           'bare_images', 'PageContent', 'page_content', 'ocr_unavailable', 'ocr_page', 'damaged_contents',
+           'PageResult', 'page_records', 'pdf_problem', 'open_failure', 'read_pdf', 'read_html', 'docx_blocks',
+           'docx_problem', 'read_docx', 'document_events']
 
 # %% ../nbs/10b_documents.ipynb #a10b0008
 def _cell(v) -> str:
@@ -33,23 +34,38 @@ def dehyphenate(text:str) -> str:
     "Join words hyphenated across a line break."
     return _HYPHEN_BREAK.sub("", text)
 
+# %% ../nbs/10b_documents.ipynb #a10b0050
+def bare_images(page, # a `pdfplumber` page
+                min_share:float=0.1 # the smallest image counted, as a share of the page's area
+               ) -> list[tuple]:
+    "Bounding boxes (x0, top, x1, bottom) of the page's large images that have no text drawn inside them."
+    area, out = float(page.width * page.height), []
+    inside = lambda c, b: b[0] <= (c["x0"] + c["x1"]) / 2 <= b[2] and b[1] <= (c["top"] + c["bottom"]) / 2 <= b[3]
+    for im in page.images:
+        b = (max(im["x0"], 0), max(im["top"], 0), min(im["x1"], page.width), min(im["bottom"], page.height))
+        if (b[2] - b[0]) * (b[3] - b[1]) >= min_share * area and not any(inside(c, b) for c in page.chars):
+            out.append(tuple(map(float, b)))
+    return out
+
 # %% ../nbs/10b_documents.ipynb #a10b0014
 class PageContent(NamedTuple):
     "What one PDF page holds."
     text:str  # the text outside tables, words hyphenated across lines joined
     tables:list  # each table as rows of cells (empty when tables are not extracted)
     images:int  # how many images the page draws
+    bare:list = []  # boxes of its large images without a text layer (`bare_images`)
 
 def page_content(page, # a `pdfplumber` page
-                 tables:bool=True # extract tables as their own records
+                 tables:bool=True, # extract tables as their own records
+                 min_image:float=0.1 # `bare_images`' smallest image, as a share of the page
                 ) -> PageContent:
-    "The text, tables and image count of one PDF page; the page's parsed objects are released."
+    "The text, tables, image count and bare images of one PDF page; the page's parsed objects are released."
     try:
         found = page.find_tables() if tables else []
         outside = page
         for t in found: outside = outside.outside_bbox(t.bbox)
         text = dehyphenate(outside.extract_text() or "")
-        return PageContent(text, [t.extract() for t in found], len(page.images))
+        return PageContent(text, [t.extract() for t in found], len(page.images), bare_images(page, min_image))
     finally: page.close()
 
 # %% ../nbs/10b_documents.ipynb #a10b0017
@@ -74,20 +90,37 @@ def ocr_page(page, # a `pdfplumber` page
              cmd:str="tesseract", # the Tesseract command
              timeout:float=OCR_TIMEOUT # seconds for one page
             ) -> str:
-    "The text Tesseract reads on the rendered page."
+    "The text Tesseract reads on the rendered page: by its layout analysis, else as one block of text."
     png = io.BytesIO()
     page.to_image(resolution=dpi).original.save(png, format="PNG")
-    r = subprocess.run([cmd, "stdin", "stdout", "-l", lang], input=png.getvalue(), capture_output=True, timeout=timeout)
-    if r.returncode: raise RuntimeError(f"{cmd} exited {r.returncode}: {r.stderr.decode(errors='replace')[-300:]}")
-    return r.stdout.decode("utf-8", "replace").replace("\f", "").strip()
+    for psm in ("3", "6"):  # automatic page segmentation, then a single uniform block
+        r = subprocess.run([cmd, "stdin", "stdout", "-l", lang, "--psm", psm], input=png.getvalue(),
+                           capture_output=True, timeout=timeout)
+        if r.returncode: raise RuntimeError(f"{cmd} exited {r.returncode}: {r.stderr.decode(errors='replace')[-300:]}")
+        if text := r.stdout.decode("utf-8", "replace").replace("\f", "").strip(): return text
+    return ""
+
+# %% ../nbs/10b_documents.ipynb #a10b0061
+def damaged_contents(page # a `pdfplumber` page, before its text is read
+                    ) -> str|None:
+    "Why one of the page's content streams cannot be decoded; None when they all can."
+    from pdfminer import settings
+    from pdfminer.pdftypes import PDFStream, resolve1
+    strict, settings.STRICT = settings.STRICT, True
+    try:
+        for ref in page.page_obj.contents:
+            if isinstance(s := resolve1(ref), PDFStream) and s.data is None: s.decode()
+    except Exception as e: return f"{type(e).__name__}: {e}".split(", b'")[0].split(', b"')[0][:200]
+    finally: settings.STRICT = strict
+    return None
 
 # %% ../nbs/10b_documents.ipynb #a10b0023
 class PageResult(NamedTuple):
     "What became of one PDF page."
-    outcome:str  # "text", "ocr", "blank" or "dead"
+    outcome:str  # "text", "ocr" (some or all of it), "blank" or "dead"
     text:str = ""  # the page's text (text, ocr)
     tables:list = []  # its tables, as rows of cells
-    reason:str = ""  # dead: why
+    reason:str = ""  # dead: why; text: why its images could not be read (a dead letter beside its records)
 
 def page_records(page, # a `pdfplumber` page
                  src:SourceCfg # the source: `tables`, `ocr`, `ocr_lang`, `ocr_dpi`
@@ -95,8 +128,13 @@ def page_records(page, # a `pdfplumber` page
     "The outcome of one PDF page: its text and tables, its OCR'd text, blank, or why it is dead-lettered."
     no = page.page_number
     try:
-        c = page_content(page, src.tables)
-        if c.text.strip() or c.tables: return PageResult("text", c.text, c.tables)
+        broken = damaged_contents(page)
+        c = page_content(page, src.tables, src.ocr_min_image)
+        if c.text.strip() or c.tables:
+            res = _read_bare_images(page, c, src) if c.bare else PageResult("text", *c[:2])
+            if broken and not res.reason: res = res._replace(reason=f"page {no}: text may be incomplete: {broken}")
+            return res
+        if broken: return PageResult("dead", reason=f"page {no} unreadable: damaged content stream: {broken}")
         if not c.images: return PageResult("blank")
         why = "ocr is off" if src.ocr == "off" else ocr_unavailable(src.ocr_lang)
         if why: return PageResult("dead", reason=f"needs_ocr: page {no} has images but no text layer, and {why}")
@@ -105,6 +143,21 @@ def page_records(page, # a `pdfplumber` page
         return PageResult("dead", reason=f"ocr found no text on page {no}")
     except Exception as e:
         return PageResult("dead", reason=f"page {no} unreadable: {type(e).__name__}: {e}")
+
+# %% ../nbs/10b_documents.ipynb #a10b0053
+def _bare_share(page, boxes:list) -> float:
+    "The share of the page's area the boxes cover (overlaps counted twice)."
+    return sum((b[2] - b[0]) * (b[3] - b[1]) for b in boxes) / float(page.width * page.height)
+
+def _read_bare_images(page, c:PageContent, src:SourceCfg) -> PageResult:
+    "A page with text and bare images: the images' OCR'd text after the page's, or the text and a `needs_ocr` reason."
+    why = "ocr is off" if src.ocr == "off" else ocr_unavailable(src.ocr_lang)
+    if why:
+        return PageResult("text", c.text, c.tables, f"needs_ocr: page {page.page_number} has text and {len(c.bare)} "
+                          f"image(s) without a text layer ({_bare_share(page, c.bare):.0%} of the page), and {why}")
+    read = [t for b in c.bare if (t := ocr_page(page.crop(b), src.ocr_lang, src.ocr_dpi))]
+    if not read: return PageResult("text", c.text, c.tables)  # pictures without text
+    return PageResult("ocr", "\n\n".join([c.text.strip(), *read]), c.tables)
 
 # %% ../nbs/10b_documents.ipynb #a10b0026
 PDF_HEADER_WITHIN = 1024  # bytes: a PDF's `%PDF-` marker must start this early (readers accept junk before it)
@@ -151,7 +204,7 @@ def _pdf_events(pages:list, src:SourceCfg, policy:str):
         pno = page.page_number
         res = page_records(page, src)
         yield Event("page", pno, reason=res.outcome)
-        if res.outcome == "dead":
+        if res.reason:  # a dead page, or a page whose images could not be read
             no += 1
             yield Event("bad", no, reason=res.reason)
         pieces = _page_pieces(res, pno, n, src.text_unit)

@@ -8,8 +8,8 @@ import contextlib, functools, importlib.util, importlib.metadata, os, platform, 
 import psutil
 
 # %% auto #0
-__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'nvml_devices', 'gpu_readings', 'cuda_available', 'gpu_info',
-           'env_report', 'recommend', 'resolve_loading', 'peft_quietly']
+__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'CJK_FAMILIES', 'nvml_devices', 'gpu_readings', 'cuda_available',
+           'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly', 'cjk_font', 'cjk_fonts']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def _version(pkg:str) -> str|None:
@@ -121,3 +121,29 @@ def peft_quietly():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
         yield
+
+# %% ../nbs/01_env.ipynb #en000011
+CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei")  # in this order
+
+@functools.cache
+def cjk_font() -> tuple[str, str]|None:
+    "(family, file) of an installed font that draws Chinese; None (said once) where there is none."
+    from matplotlib import font_manager as fm
+    have = lambda: {f.name: f.fname for f in fm.fontManager.ttflist}
+    if not set(CJK_FAMILIES) & set(have()):  # installed after matplotlib cached its font list: add their files
+        for f in fm.findSystemFonts():
+            if any(k in os.path.basename(f) for k in ("NotoSansCJK", "NotoSerifCJK", "wqy-")): fm.fontManager.addfont(f)
+    names = have()
+    found = next(((n, names[n]) for n in CJK_FAMILIES if n in names), None)
+    if found is None: print("no CJK font here: Chinese text in plots shows as boxes (apt-get install fonts-noto-cjk)")
+    return found
+
+@contextlib.contextmanager
+def cjk_fonts():
+    "Matplotlib figures drawn in the block fall back to a CJK font for Chinese; yields its family (or None)."
+    import matplotlib
+    found = cjk_font()
+    with warnings.catch_warnings(), matplotlib.rc_context(
+            {"font.family": [matplotlib.rcParams["font.sans-serif"][0], found[0]]} if found else {}):
+        if found is None: warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        yield found and found[0]

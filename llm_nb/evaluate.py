@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from .config import ConfigError
 from .env import cuda_available, peft_quietly
 from .run import save_figure, show_table, timed_stage
+from .track import log_scores
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
@@ -411,6 +412,7 @@ def run_evaluate(cfg, run) -> dict:
         outputs += write_lm_eval(tasks, scores, out) + [out/"tasks"]
         res["lm_eval"] = main_metrics(scores)
         show_table("evaluate: lm-eval", lm_eval_markdown(scores))
+        res |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", adapter, run.dir/"model"/"model.json"],
                outputs=outputs, counts=res)
     return res

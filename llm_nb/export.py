@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import save_figure, show_table, timed_stage
+from .track import log_scores
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
@@ -340,6 +341,7 @@ def run_export(cfg, # the run's config
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
         counts["lm_eval"] = main_metrics(scores)
         show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
+        counts |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval", run.dir/"model"/"model.json"],
                outputs=outputs, counts=counts)
     return counts

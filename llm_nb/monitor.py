@@ -4,8 +4,9 @@
 
 # %% ../nbs/43_monitor.ipynb #m0000005
 from __future__ import annotations
-import contextlib, json, os, shutil, subprocess, tempfile, time
+import contextlib, json, os, shutil, subprocess, tempfile, threading, time
 from pathlib import Path
+from types import SimpleNamespace
 import httpx
 import numpy as np
 import psutil
@@ -14,11 +15,12 @@ from prometheus_client.core import GaugeMetricFamily
 from .env import gpu_readings, nvml_devices
 
 # %% auto #0
-__all__ = ['DCGM_METRICS', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'gpu_families', 'tree_rss',
-           'host_families', 'NodeCollector', 'start_exporter', 'prometheus_config', 'alert_rules', 'alert_tests',
-           'write_prometheus_files', 'promtool', 'prometheus_server', 'query', 'wait_for_scrape', 'p95', 'panels_for',
-           'grafana_dashboard', 'write_grafana_files', 'interval_s', 'check_panels', 'watch_server', 'growth_per_s',
-           'leak_reason', 'gpu_process_memory', 'tree_memory', 'Watchdog']
+__all__ = ['DCGM_METRICS', 'TRAIN_SERIES', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'gpu_families',
+           'tree_rss', 'host_families', 'NodeCollector', 'start_exporter', 'SeriesTail', 'TrainingCollector',
+           'prometheus_config', 'alert_rules', 'alert_tests', 'write_prometheus_files', 'promtool', 'prometheus_server',
+           'query', 'wait_for_scrape', 'p95', 'panels_for', 'grafana_dashboard', 'write_grafana_files', 'interval_s',
+           'check_panels', 'watch_server', 'growth_per_s', 'leak_reason', 'gpu_process_memory', 'tree_memory',
+           'Watchdog', 'watchdog_for', 'watchdog_running', 'serve_watched']
 
 # %% ../nbs/43_monitor.ipynb #m0000007
 DCGM_METRICS = {  # DCGM field name: (help, the `gpu_readings` key, divisor to DCGM's unit)
@@ -58,7 +60,7 @@ def tree_rss(pid:int # a process
     return total
 
 # %% ../nbs/43_monitor.ipynb #m0000015
-def host_families(pids:dict # {role: PID} of watched processes, e.g. {"served": 1234}
+def host_families(pids:dict # {role: PID, or a function giving the current PID} of watched processes
                  ) -> list[GaugeMetricFamily]:
     "Host CPU and memory, and the resident memory of each watched process tree (labelled `role`, `pid`)."
     vm = psutil.virtual_memory()
@@ -69,6 +71,7 @@ def host_families(pids:dict # {role: PID} of watched processes, e.g. {"served": 
     rss = GaugeMetricFamily("llm_nb_process_rss_bytes", "resident memory of a watched process and its children",
                             labels=["role", "pid"])
     for role, pid in pids.items():
+        pid = pid() if callable(pid) else pid  # a server the watchdog restarted has a new PID
         if (v := tree_rss(pid)) is not None: rss.add_metric([role, str(pid)], v)
     return [cpu, used, total, rss]
 
@@ -90,14 +93,61 @@ class NodeCollector:
 # %% ../nbs/43_monitor.ipynb #m0000020
 def start_exporter(pids:dict|None=None, # {role: PID} to watch
                    port:int=0, # 0 = any free port
-                   host:str="127.0.0.1"
+                   host:str="127.0.0.1",
+                   collectors:list=() # more collectors: `TrainingCollector`, `Watchdog`
                   ) -> tuple[object, str]:
-    "Serve `NodeCollector` over HTTP in a thread: (the server, to `.shutdown()`, and its address host:port)."
+    "Serve `NodeCollector` and `collectors` over HTTP in a thread: (the server, to `.shutdown()`, its host:port)."
     from prometheus_client import CollectorRegistry, start_http_server
     reg = CollectorRegistry()
-    reg.register(NodeCollector(pids))
+    for c in (NodeCollector(pids), *collectors): reg.register(c)
     server, _ = start_http_server(port, addr=host, registry=reg)
     return server, f"{host}:{server.server_address[1]}"
+
+# %% ../nbs/43_monitor.ipynb #m0000071
+class SeriesTail:
+    "The latest value of each key of a JSONL file that grows (the train stage's series.jsonl), read incrementally."
+    def __init__(self, path:Path): self.path, self.pos, self.latest = Path(path), 0, {}
+
+    def read(self) -> dict:
+        "Take in the lines appended since the last call; the latest value of each key so far."
+        try: size = self.path.stat().st_size
+        except FileNotFoundError: return self.latest
+        if size < self.pos: self.pos, self.latest = 0, {}  # rewritten shorter: read it again
+        with open(self.path, "rb") as f:
+            f.seek(self.pos)
+            new = f.read(size - self.pos)
+        whole = new[:new.rfind(b"\n") + 1]  # the complete lines
+        self.pos += len(whole)
+        for line in whole.splitlines():
+            if line.strip(): self.latest.update(json.loads(line))
+        return self.latest
+
+# %% ../nbs/43_monitor.ipynb #m0000074
+TRAIN_SERIES = {  # series.jsonl key: (metric, help)
+    "step": ("llm_nb_train_step", "optimizer step of the latest log"),
+    "loss": ("llm_nb_train_loss", "training loss"),
+    "eval_loss": ("llm_nb_train_eval_loss", "evaluation loss"),
+    "learning_rate": ("llm_nb_train_learning_rate", "learning rate"),
+    "grad_norm": ("llm_nb_train_grad_norm", "gradient norm"),
+    "tokens_per_s": ("llm_nb_train_tokens_per_second", "training throughput (tokens/s)")}
+
+class TrainingCollector:
+    "The train stage's latest logged values (from its series.jsonl) as gauges labelled `run`, at each scrape."
+    def __init__(self, series:Path, run_name:str): self.tail, self.run_name = SeriesTail(series), run_name
+
+    def collect(self):
+        latest = self.tail.read()
+        if not latest: return
+        for key, (name, doc) in TRAIN_SERIES.items():
+            if key in latest: yield _gauge(name, doc, self.run_name, latest[key])
+        yield _gauge("llm_nb_train_last_log_timestamp_seconds", "when the latest row was written (epoch seconds)",
+                     self.run_name, self.tail.path.stat().st_mtime)
+
+def _gauge(name:str, doc:str, run_name:str, value:float) -> GaugeMetricFamily:
+    "A gauge with one sample labelled `run`."
+    g = GaugeMetricFamily(name, doc, labels=["run"])
+    g.add_metric([run_name], value)
+    return g
 
 # %% ../nbs/43_monitor.ipynb #m0000023
 EXPORTER_JOB = "llm_nb"  # the exporter's job name in Prometheus
@@ -126,7 +176,9 @@ def alert_rules(mc # `Config.monitor`
         rule("RequestsQueueing", f"{QUEUE_MEAN} > {mc.queue_time_s:g}", f"mean queue time above {mc.queue_time_s:g} s"),
         rule("ServedProcessMemoryHigh", f"llm_nb_process_rss_bytes > {mc.rss_limit_gib * 2**30:.0f}",
              f"a watched process above {mc.rss_limit_gib:g} GiB resident"),
-        rule("ExporterDown", f'up{{job="{EXPORTER_JOB}"}} == 0', "the llm_nb exporter does not answer", "critical")]}]}
+        rule("ExporterDown", f'up{{job="{EXPORTER_JOB}"}} == 0', "the llm_nb exporter does not answer", "critical"),
+        rule("ServerRestarted", "increase(llm_nb_watchdog_restarts_total[15m]) > 0",
+             "the leak watchdog restarted the server")]}]}
 
 # %% ../nbs/43_monitor.ipynb #m0000028
 def _case(series:str, # a metric name with `{label="..."}` placeholder `{}` for the instance label
@@ -157,7 +209,8 @@ def alert_tests(mc, # `Config.monitor`
                    more={"vllm:request_queue_time_seconds_count{{{}}}": ("0+60x10", "0+60x10")}),
              _case("llm_nb_process_rss_bytes{{{}}}", f"{gib}x10", f"{(mc.rss_limit_gib + 1) * gib:.0f}x10",
                    "ServedProcessMemoryHigh"),
-             _case('up{{job="llm_nb",{}}}', "1x10", "0x10", "ExporterDown", "critical")]
+             _case('up{{job="llm_nb",{}}}', "1x10", "0x10", "ExporterDown", "critical"),
+             _case("llm_nb_watchdog_restarts_total{{{}}}", "0x10", "0 0 1x8", "ServerRestarted")]
     rule = {r["alert"]: r for r in alert_rules(mc)["groups"][0]["rules"]}
     tests = [dict(interval="1m", input_series=series, alert_rule_test=[dict(
                  eval_time="5m", alertname=exp["alertname"],
@@ -227,7 +280,7 @@ def p95(histogram:str # a Prometheus histogram's name
     "PromQL for its 95th percentile over the last minute, all series together."
     return f"histogram_quantile(0.95, sum by (le) (rate({histogram}_bucket[1m])))"
 
-PANELS = [  # (title, PromQL, source: gpu | host | llama_server | vllm)
+PANELS = [  # (title, PromQL, source: gpu | host | train | watchdog | llama_server | vllm)
     ("GPU utilization (%)", "DCGM_FI_DEV_GPU_UTIL", "gpu"),
     ("GPU memory used (MiB)", "DCGM_FI_DEV_FB_USED", "gpu"),
     ("GPU temperature (C)", "DCGM_FI_DEV_GPU_TEMP", "gpu"),
@@ -235,6 +288,9 @@ PANELS = [  # (title, PromQL, source: gpu | host | llama_server | vllm)
     ("host CPU (%)", "llm_nb_host_cpu_percent", "host"),
     ("host memory used (GiB)", "llm_nb_host_memory_used_bytes / 2^30", "host"),
     ("served process resident memory (MiB)", "llm_nb_process_rss_bytes / 2^20", "host"),
+    ("training loss", "llm_nb_train_loss", "train"),
+    ("training tokens/s", "llm_nb_train_tokens_per_second", "train"),
+    ("server restarts by the watchdog", "llm_nb_watchdog_restarts_total", "watchdog"),
     ("llama-server: requests processing", "llamacpp:requests_processing", "llama_server"),
     ("llama-server: requests deferred", "llamacpp:requests_deferred", "llama_server"),
     ("llama-server: tokens generated/s", "rate(llamacpp:tokens_predicted_total[1m])", "llama_server"),
@@ -294,6 +350,34 @@ def check_panels(base_url:str, # Prometheus
     return [dict(title=t, expr=q, source=s, series=len(query(base_url, q))) for t, q, s in panels]
 
 # %% ../nbs/43_monitor.ipynb #m0000046
+def _collectors(cfg, run, watchdog) -> tuple[list, set]:
+    "The exporter's other collectors and the panel sources they add: the run's training series, the watchdog."
+    series, out, sources = run.dir/"train"/"series.jsonl", [], set()
+    if series.exists(): out, sources = [TrainingCollector(series, cfg.run.name)], {"train"}
+    if watchdog is not None: out, sources = out + [watchdog], sources | {"watchdog"}
+    return out, sources
+
+@contextlib.contextmanager
+def watch_server(cfg, # the run's config (its `monitor` section)
+                 run, # the `Run`: files go to monitor/
+                 server, # a started `Server`
+                 watchdog=None # its `Watchdog`, whose restarts are exported
+                ):
+    "The exporter around the block (`monitor.exporter` or `.prometheus`), and Prometheus with the latter; yields them."
+    mc = cfg.monitor
+    if not (mc.exporter or mc.prometheus):
+        yield None
+        return
+    more, sources = _collectors(cfg, run, watchdog)
+    exp, addr = start_exporter({"served": lambda: server.proc.pid}, mc.exporter_port, collectors=more)
+    try:
+        if not mc.prometheus: yield SimpleNamespace(exporter=addr, prometheus=None)
+        else:
+            with _prometheus_around(cfg, run, server, addr, sources) as prom:
+                yield SimpleNamespace(exporter=addr, prometheus=prom)
+    finally: exp.shutdown()
+
+# %% ../nbs/43_monitor.ipynb #m0000076
 def _scrape_targets(server, exporter:str) -> dict:
     "The exporter's job, and the engine's when it has `/metrics` without a key."
     targets = {EXPORTER_JOB: [exporter]}
@@ -302,30 +386,20 @@ def _scrape_targets(server, exporter:str) -> dict:
     return targets
 
 @contextlib.contextmanager
-def watch_server(cfg, # the run's config (its `monitor` section)
-                 run, # the `Run`: files go to monitor/
-                 server # a started `Server`
-                ):
-    "Exporter + Prometheus around the block when `monitor.prometheus`; then the dashboard's panels queried."
-    mc = cfg.monitor
-    if not mc.prometheus:
-        yield None
-        return
-    out = run.stage_dir("monitor")
-    exp, addr = start_exporter({"served": server.proc.pid}, mc.exporter_port)
-    try:
-        targets = _scrape_targets(server, addr)
-        files = write_prometheus_files(out, targets, mc)
-        prom = prometheus_server(files["prometheus.yml"], out/"tsdb", mc.prometheus_port)
-        files["grafana"] = write_grafana_files(out/"grafana", prom.base_url)[0].parent.parent
-        patience = 10 * interval_s(mc.scrape_interval) + 10
-        with prom.start(60):
-            wait_for_scrape(prom.base_url, time.time(), len(targets), patience)  # a sample before the load
-            yield prom
-            wait_for_scrape(prom.base_url, time.time(), len(targets), patience)  # and one after it (for rates)
-            sources = {"host", server.engine} | ({"gpu"} if nvml_devices()[0] else set())
-            panels = check_panels(prom.base_url, panels_for(sources))
-    finally: exp.shutdown()
+def _prometheus_around(cfg, run, server, exporter:str, sources:set):
+    "Prometheus scraping the exporter and the engine around the block; then every panel of the sources queried."
+    mc, out = cfg.monitor, run.stage_dir("monitor")
+    targets = _scrape_targets(server, exporter)
+    files = write_prometheus_files(out, targets, mc)
+    prom = prometheus_server(files["prometheus.yml"], out/"tsdb", mc.prometheus_port)
+    files["grafana"] = write_grafana_files(out/"grafana", prom.base_url)[0].parent.parent
+    patience = 10 * interval_s(mc.scrape_interval) + 10
+    with prom.start(60):
+        wait_for_scrape(prom.base_url, time.time(), len(targets), patience)  # a sample before the load
+        yield prom
+        wait_for_scrape(prom.base_url, time.time(), len(targets), patience)  # and one after it (for rates)
+        sources = sources | {"host", server.engine} | ({"gpu"} if nvml_devices()[0] else set())
+        panels = check_panels(prom.base_url, panels_for(sources))
     (out/"panels.json").write_text(json.dumps(panels, indent=1))
     empty = [p["title"] for p in panels if not p["series"]]
     run.record("monitor", outputs=[*files.values(), out/"panels.json"],
@@ -377,7 +451,7 @@ class Watchdog:
         self.server, self.limit, self.min_growth, self.window = server, limit, min_growth, window
         self.interval, self.backoff, self.max_restarts = interval, backoff, max_restarts
         self.log_path, self.start_timeout = log_path, start_timeout
-        self.restarts, self.samples, self.actions = 0, [], []
+        self.restarts, self.samples, self.actions, self.gave_up = 0, [], [], False
 
     def log(self, msg:str):
         "Note an action, with the time, in `actions` and the log file."
@@ -388,12 +462,13 @@ class Watchdog:
 
     def check(self) -> bool:
         "One sample; restart the server if it leaks or is gone. False once `max_restarts` is spent."
-        mem = tree_memory(self.server.proc.pid)
+        mem = tree_memory(self.server.proc.pid) if self.server.proc.poll() is None else None  # exited: gone
         self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
         why = "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
         if why is None: return True
         if self.restarts >= self.max_restarts:
             self.log(f"pid {self.server.proc.pid}: {why}; {self.restarts} restarts spent, giving up")
+            self.gave_up = True
             return False
         return self.restart(why)
 
@@ -417,3 +492,56 @@ class Watchdog:
         from prometheus_client.core import CounterMetricFamily
         yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog",
                                   value=self.restarts)
+
+# %% ../nbs/43_monitor.ipynb #m0000082
+def watchdog_for(cfg, # the run's config (`monitor.watchdog*`, `monitor.rss_limit_gib`)
+                 run, # the `Run`: the log goes to monitor/watchdog.log
+                 server # the `Server` to watch
+                ) -> Watchdog|None:
+    "The configured watchdog of `server`; None when `monitor.watchdog` is off."
+    mc = cfg.monitor
+    if not mc.watchdog: return None
+    return Watchdog(server, int(mc.rss_limit_gib * 2**30), mc.watchdog_growth_mib_s * 2**20, mc.watchdog_window,
+                    mc.watchdog_interval_s, mc.watchdog_backoff_s, mc.watchdog_max_restarts,
+                    run.stage_dir("monitor")/"watchdog.log", cfg.serve.startup_timeout)
+
+@contextlib.contextmanager
+def watchdog_running(cfg, run, server):
+    "`watchdog_for` checking `server` in a thread around the block; yields it (None when off)."
+    wd = watchdog_for(cfg, run, server)
+    if wd is None:
+        yield None
+        return
+    stop = threading.Event()
+    t = threading.Thread(target=wd.run, args=(stop,), name="llm_nb-watchdog", daemon=True)
+    t.start()
+    try: yield wd
+    finally:
+        stop.set()
+        t.join()
+
+# %% ../nbs/43_monitor.ipynb #m0000085
+def _serving_line(server, wd, watch) -> str:
+    "Where the server, its exporter and Prometheus are, and whether a watchdog watches it."
+    parts = [f"serve: {server.engine} on {server.base_url} (pid {server.proc.pid}, model {server.model_name})"]
+    if watch: parts.append(f"exporter on http://{watch.exporter}/metrics")
+    if watch and watch.prometheus: parts.append(f"Prometheus on {watch.prometheus.base_url}")
+    if wd: parts.append(f"watchdog: restarts past {wd.limit / 2**30:g} GiB and growing, log {wd.log_path}")
+    return "; ".join(parts)
+
+def serve_watched(cfg, # the run's config (`serve`, `monitor`)
+                  run, # the `Run` holding the export stage's files
+                  stop:threading.Event, # set it to stop serving
+                  seconds:float|None=None # stop after this long (None: when `stop` is set)
+                 ) -> int:
+    "Serve the run's model with the configured watchdog and exporter until stopped: 0, or 1 if it went away."
+    from llm_nb.serve import serve_exported
+    server, deadline = serve_exported(cfg, run), time.monotonic() + (seconds if seconds is not None else float("inf"))
+    with server.start(cfg.serve.startup_timeout), watchdog_running(cfg, run, server) as wd, \
+         watch_server(cfg, run, server, wd) as watch:
+        print(_serving_line(server, wd, watch), flush=True)
+        while not stop.wait(min(1.0, max(0.0, deadline - time.monotonic()))) and time.monotonic() < deadline:
+            if server.proc.poll() is not None and (wd is None or wd.gave_up):
+                print(f"serve: the server exited with {server.proc.returncode}; log tail:\n{server.log_tail()}")
+                return 1
+    return 0

@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_pipeline.ipynb #b6ad92b0
 from __future__ import annotations
-import argparse, json, os, sys, time
+import argparse, contextlib, json, os, signal, sys, threading, time
 from pathlib import Path
 import httpx, yaml
 from fastcore.imports import in_ipython
@@ -23,12 +23,12 @@ from .evaluate import run_evaluate
 from .export import run_export
 from .serve import serve_exported, served_files
 from .bench import BenchFailed, run_bench
-from .monitor import watch_server
+from .monitor import watch_server, watchdog_running
 
 # %% auto #0
 __all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'WEIGHT_STAGES', 'DESCRIPTION', 'run_serve_bench',
            'compare_engines', 'stage_status', 'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc', 'dvc_cli',
-           'bench_cli', 'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
+           'bench_cli', 'serve_cli', 'exporter_cli', 'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -38,9 +38,10 @@ def run_serve_bench(cfg, run) -> dict:
     server = serve_exported(cfg, run)
     with server.start(cfg.serve.startup_timeout):
         startup = time.perf_counter() - t0
-        with watch_server(cfg, run, server): res = run_bench(cfg, run, server)  # Prometheus if monitor.prometheus
+        with watchdog_running(cfg, run, server) as wd, watch_server(cfg, run, server, wd):  # as `monitor` says
+            res = run_bench(cfg, run, server)
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
-                  exit_code=server.proc.returncode)
+                  exit_code=server.proc.returncode) | ({"watchdog_restarts": wd.restarts} if wd else {})
     run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path],
                counts=counts)
     if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
@@ -183,7 +184,8 @@ def dvc_stages(cfg:Config, # the config
     out = {}
     for s, fn in STAGES.items():
         if s == "annotate" and not cfg.annotate.input: continue  # off
-        folders = STAGE_FOLDERS.get(s, [s]) + (["monitor"] if s == "serve_bench" and cfg.monitor.prometheus else [])
+        watched = cfg.monitor.prometheus or cfg.monitor.watchdog  # their files go to monitor/
+        folders = STAGE_FOLDERS.get(s, [s]) + (["monitor"] if s == "serve_bench" and watched else [])
         deps = [f"{run_dir}/{STAGE_FOLDERS.get(u, [u])[0]}" for u in STAGE_READS.get(s, [])]
         out[s] = dvc_stage(s, sections_read(reached_code(fn)), deps + config_inputs(cfg, s, run_dir),
                            [f"{run_dir}/{f}" for f in folders], cache=_dvc_caches(cfg, s))
@@ -257,6 +259,58 @@ def _first_served_model(base_url:str, headers:dict) -> str:
     if not names: raise ConfigError(f"{base_url}/v1/models lists no model: pass --model NAME")
     return names[0]
 
+# %% ../nbs/90_pipeline.ipynb #sv900002
+def _serve_parser(sub):
+    "The `llm_nb serve` and `llm_nb exporter` subcommands' arguments."
+    s = sub.add_parser("serve", help="serve a run's exported model until stopped, watched as its monitor section says")
+    e = sub.add_parser("exporter", help="a run's metrics for Prometheus (host, GPUs, training series) until stopped")
+    for p in (s, e):
+        p.add_argument("config")
+        p.add_argument("--seconds", type=float, help="stop after this long (default: at Ctrl-C or SIGTERM)")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    e.add_argument("--port", type=int, help="default: monitor.exporter_port (0: any free port)")
+    e.add_argument("--host", default="127.0.0.1", help="the address to bind (0.0.0.0 for a Prometheus elsewhere)")
+
+@contextlib.contextmanager
+def _until_stopped():
+    "An event that SIGTERM sets while the block runs (in the main thread), so a service stops as on Ctrl-C."
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    before = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try: yield stop
+    finally: signal.signal(signal.SIGTERM, before)
+
+# %% ../nbs/90_pipeline.ipynb #sv900004
+def serve_cli(a:argparse.Namespace, # the parsed `llm_nb serve` arguments
+              sets:dict # dotted-key overrides from --set
+             ) -> int:
+    "`llm_nb serve CONFIG`: serve the run's exported model until stopped; 1 when the server went away for good."
+    from llm_nb.monitor import serve_watched
+    cfg = load_config(Path(a.config), **sets)
+    if not (d := Path(cfg.run.root)/cfg.run.name/"export").is_dir():
+        raise ConfigError(f"serve: {d} does not exist: run the pipeline through export first (llm_nb run {a.config})")
+    with _until_stopped() as stop:
+        try: return serve_watched(cfg, Run(d.parent, cfg), stop, a.seconds)
+        except KeyboardInterrupt: return 0  # Ctrl-C: the blocks above stopped what they started
+
+def exporter_cli(a:argparse.Namespace, # the parsed `llm_nb exporter` arguments
+                 sets:dict # dotted-key overrides from --set
+                ) -> int:
+    "`llm_nb exporter CONFIG`: serve the host, GPU and training metrics of the config's run until stopped."
+    from llm_nb.monitor import TrainingCollector, start_exporter
+    cfg = load_config(Path(a.config), **sets)
+    series = Path(cfg.run.root)/cfg.run.name/"train"/"series.jsonl"
+    port = cfg.monitor.exporter_port if a.port is None else a.port
+    exp, addr = start_exporter({}, port, a.host, [TrainingCollector(series, cfg.run.name)])
+    print(f"exporter: http://{addr}/metrics (the host, GPUs, and {series} as it grows)", flush=True)
+    with _until_stopped() as stop:
+        try: stop.wait(a.seconds)
+        except KeyboardInterrupt: pass
+    exp.shutdown()
+    return 0
+
 # %% ../nbs/90_pipeline.ipynb #5a1c0e07
 def _launch_parser(sub):
     "The `llm_nb launch` subcommand's arguments."
@@ -273,7 +327,7 @@ def _launch_parser(sub):
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
 
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, dvc, bench and launch."
+    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, dvc, bench, serve, exporter and launch."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -295,6 +349,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("config")
     d.add_argument("--project", help="the DVC project folder (default: here)")
     _bench_parser(sub)
+    _serve_parser(sub)
     _launch_parser(sub)
     return ap
 
@@ -343,6 +398,8 @@ def _run_command(a:argparse.Namespace) -> int:
     sets = _parse_sets(a.set)
     if a.cmd == "bench": return bench_cli(a, sets)
     if a.cmd == "launch": return launch_cli(a)
+    if a.cmd == "serve": return serve_cli(a, sets)
+    if a.cmd == "exporter": return exporter_cli(a, sets)
     if a.cmd == "demo":
         sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
     cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)

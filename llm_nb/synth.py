@@ -212,22 +212,28 @@ def make_records(n_records:int=600, # distinct records
     return lines, truth | _planted_truth(plants, origin)
 
 # %% ../nbs/03_synth.ipynb #d0c5a002
-def scan_image(text:str, # what the "scanned" page says
+def scan_image(text:str, # what the "scanned" page says (Chinese needs a CJK font: fonts-noto-cjk)
                size:tuple=(1600, 300) # pixels (width, height)
               ):
     "A white grayscale image with `text` drawn large in black: a scanned page without a text layer."
     from PIL import Image, ImageDraw, ImageFont
+    from llm_nb.env import cjk_font
     img = Image.new("L", size, 255)
-    ImageDraw.Draw(img).text((40, size[1] // 3), text, fill=0, font=ImageFont.load_default(size=72))
+    latin = all(ord(c) < 0x250 for c in text)
+    if not latin and cjk_font() is None: raise RuntimeError(f"{text!r}: drawing it needs a CJK font (fonts-noto-cjk)")
+    font = ImageFont.load_default(size=72) if latin else ImageFont.truetype(cjk_font()[1], 72)
+    ImageDraw.Draw(img).text((40, size[1] // 3), text, fill=0, font=font)
     return img
 
 # %% ../nbs/03_synth.ipynb #d0c5a005
 FIXED_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)  # the creation date written into every PDF
 
 def _pdf_page(pdf, page:dict):
-    "Add one page to the `fpdf.FPDF` document `pdf`: its text, then its table, or a scanned image."
+    "Add one page to the `fpdf.FPDF` document `pdf`: a scanned image, then its text, then its table."
     pdf.add_page()
-    if page.get("scan"): pdf.image(scan_image(page["scan"]), x=10, y=20, w=190)
+    if page.get("scan"):
+        pdf.image(img := scan_image(page["scan"]), x=10, y=20, w=190)
+        pdf.set_y(20 + 190 * img.height / img.width + 5)  # the page's text (a partial text layer) below the scan
     if page.get("text"): pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
     if page.get("table"):
         with pdf.table() as t:

@@ -16,7 +16,8 @@ from .run import in_jupyter, is_main_process
 
 # %% auto #0
 __all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
-           'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary']
+           'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary',
+           'score_rows', 'log_scores']
 
 # %% ../nbs/22b_track.ipynb #t0000007
 def system_reading(proc:psutil.Process, # the process whose CPU and memory count (this one)
@@ -268,17 +269,19 @@ def wandb_tags(cfg) -> list[str]: # the run's `Config`
     return list(dict.fromkeys([*cfg.track.wandb_tags, model, "lora", *zero]))
 
 def start_wandb(cfg, # the run's `Config`
-                out:Path, # the train stage's folder: W&B writes to out/wandb
-                mode:str # from `wandb_mode`
+                out:Path, # the stage's folder: W&B writes to out/wandb
+                mode:str, # from `wandb_mode`
+                job_type:str="train" # the stage: its W&B runs are grouped under the run's name
                ):
-    "This training's W&B run, started on rank 0 (name, config, tags from `cfg`); None when disabled or on other ranks."
+    "This stage's W&B run, started on rank 0 (name, config, tags from `cfg`); None when disabled or on other ranks."
     if mode == "disabled" or not is_main_process(): return None
     import wandb
     if wandb.run is not None: wandb.finish()  # one left open (an interrupted cell): never log into another run
     Path(out).mkdir(parents=True, exist_ok=True)
     settings = wandb.Settings(x_stats_sampling_interval=cfg.track.sample_s, console="off", silent=True)
-    return wandb.init(project=cfg.track.wandb_project, name=cfg.run.name, tags=wandb_tags(cfg), mode=mode,
-                      config=cfg.model_dump(mode="json"), dir=str(out), settings=settings)
+    return wandb.init(project=cfg.track.wandb_project, name=cfg.run.name, group=cfg.run.name, job_type=job_type,
+                      tags=wandb_tags(cfg), mode=mode, config=cfg.model_dump(mode="json"), dir=str(out),
+                      settings=settings)
 
 # %% ../nbs/22b_track.ipynb #t0000058
 def wandb_summary(wb, # a run from `start_wandb`, or None
@@ -288,5 +291,28 @@ def wandb_summary(wb, # a run from `start_wandb`, or None
     if wb is None: return {}
     folder, mode = Path(wb.dir).parent, wb.settings.mode
     wb.finish()
-    print(f"train: W&B {mode} run in {folder}" + (f" (upload it: wandb sync {folder})" if mode == "offline" else ""))
+    upload = f" (upload it: wandb sync {folder})" if mode == "offline" else ""
+    print(f"{wb.job_type}: W&B {mode} run in {folder}{upload}")
     return dict(wandb=mode, wandb_dir=str(folder.relative_to(run_dir)))
+
+# %% ../nbs/22b_track.ipynb #t0000071
+def score_rows(scores:dict # {model: {task: {metric: {value, stderr}}}}
+              ) -> list[list]:
+    "The scores as rows of [model, task, metric, value, stderr]."
+    return [[m, t, k, v["value"], v.get("stderr")] for m, ts in scores.items() for t, ms in ts.items()
+            for k, v in ms.items()]
+
+def log_scores(cfg, # the run's `Config`
+               out:Path, # the stage's folder (its name is the job type): W&B writes to out/wandb
+               scores:dict, # {model: {task: {metric: {value, stderr}}}}
+               plot:Path|None=None # the stage's picture of them
+              ) -> dict:
+    "`scores` as this stage's W&B run (a table, the plot, the summary) when tracking is on; `wandb_summary`'s dict."
+    wb = start_wandb(cfg, out, wandb_mode(cfg.track), job_type=Path(out).name)
+    if wb is None: return {}
+    import wandb
+    rows = score_rows(scores)
+    table = wandb.Table(columns=["model", "task", "metric", "value", "stderr"], data=rows)
+    wb.log({"lm_eval": table} | ({"lm_eval_plot": wandb.Image(str(plot))} if plot else {}))
+    wb.summary.update({f"{m}/{t}/{k}": v for m, t, k, v, _ in rows})
+    return wandb_summary(wb, Path(out).parent)

@@ -1,10 +1,11 @@
 """Documents in (#15): PDF pages, tables and scans, HTML and DOCX through the ingest stage, with every adversarial
 file landing where it should: records in parts, or one dead letter with the file, the reason and the page.
 OCR runs for real: Tesseract must be installed (`bash tools/install.sh --dev` installs it as root)."""
-import json, shutil
+import json, re, shutil
 import pyarrow.parquet as pq, pytest
 import llm_nb.documents as documents
 from llm_nb.config import demo_config
+from llm_nb.env import cjk_font
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean import run_clean
@@ -37,10 +38,10 @@ def write_documents(d):
 def one_bad_page(monkeypatch):
     "Page 2 of badpage.pdf fails to parse (pdfminer raising inside the page), the other pages do not."
     real = documents.page_content
-    def failing(page, tables=True):
+    def failing(page, *args):
         if page.page_number == 2 and page.pdf.stream.name.endswith("badpage.pdf"):
             raise ValueError("broken content stream")
-        return real(page, tables)
+        return real(page, *args)
     monkeypatch.setattr(documents, "page_content", failing)
 
 def ingest_documents(tmp_path, root:str="runs", **src):
@@ -109,3 +110,22 @@ def test_scans_without_ocr_are_dead_letters(tmp_path):
         assert (c["doc_pages_ocr"], c["doc_pages_dead"]) == (0, 1)
         (line, reason), = dead_letters(run)["report.pdf"]
         assert line == 4 and reason.startswith("needs_ocr: page 3 has images but no text layer, and " + why)
+
+def test_chinese_scans_and_partial_text_layers_are_ocrd(tmp_path):
+    "A Chinese scan (chi_sim), and a page with typed text under a scanned stamp: every word of both comes back."
+    assert cjk_font(), "the Chinese scan needs a CJK font to be drawn: apt-get install fonts-noto-cjk"
+    assert documents.ocr_unavailable("chi_sim+eng") is None, documents.ocr_unavailable("chi_sim+eng")
+    (tmp_path/"in").mkdir()
+    sample_pdf(tmp_path/"in"/"合同.pdf", [{"scan": "商品质量很好"}, {"scan": "APPROVED", "text": "Typed under the stamp."}])
+    run, c = ingest_documents(tmp_path, ocr_lang="chi_sim+eng")
+    assert (c["doc_pages"], c["doc_pages_ocr"], c["quarantined"]) == (2, 2, 0), c
+    recs = pq.read_table(run.dir/"ingest"/"parts").to_pandas().sort_values("line")
+    texts = [re.sub(r"\s+", "", t) for t in recs.text]  # Tesseract sets Chinese characters apart with spaces
+    assert texts == ["商品质量很好", "Typedunderthestamp.APPROVED"], recs.text.tolist()
+    assert [json.loads(m)["ocr"] for m in recs.meta] == [True, True]
+    # without OCR the typed text of the partial page is kept, and its unread image is a dead letter
+    run, c = ingest_documents(tmp_path, root="runs-off", ocr="off")
+    assert pq.read_table(run.dir/"ingest"/"parts").column("text").to_pylist() == ["Typed under the stamp."]
+    assert [(line, reason.split(",")[0]) for line, reason in dead_letters(run)["合同.pdf"]] == [
+        (1, "needs_ocr: page 1 has images but no text layer"),
+        (2, "needs_ocr: page 2 has text and 1 image(s) without a text layer (11% of the page)")]

