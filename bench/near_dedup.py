@@ -1,11 +1,13 @@
 """Benchmark: the clean stage's near-dedup pass, llm_nb.minhash (numpy, DuckDB tables) vs the datasketch pass it
-replaced, on the same rows, in one run; and both against exact Jaccard similarity.
+replaced, and datatrove's own MinHash stages, on the same rows, in one run; and all against exact Jaccard similarity.
 
 Input: the review corpus online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part.
 Each side runs in its own subprocess: the clean stage's pass 1 and exact dedup (the same code for both), then its
 near-dedup pass, timed alone; wall time, the child's own peak RSS (VmHWM) and the pairs it found are compared.
 
-  * speed: the datasketch pass's seconds / the new pass's seconds (target >= 10x at SCALE 4);
+  * speed: the datasketch pass's seconds / the new pass's seconds (target >= 10x at SCALE 4); datatrove's four
+    MinHash stages (signatures, buckets, clusters, filter; LocalPipelineExecutor, 2 workers) on the same rows
+    and bands, with character n-gram shingles like ours (--no-datatrove leaves them out);
   * agreement: duplicates both found, found by one only;
   * precision: the share of (duplicate, kept row) pairs whose exact n-gram Jaccard reaches the threshold;
   * recall on a sample: SAMPLE rows drawn at random among those reaching near dedup; a brute-force join in DuckDB
@@ -38,6 +40,12 @@ rows = con.execute("SELECT count(*) FROM judged WHERE reason IS NULL").fetchall(
 if side == "new":  # the rows that reach near dedup, for the exact checks (before the clock starts)
     con.execute(f"""COPY (SELECT row_number() OVER (ORDER BY file, line) - 1 AS rid, file || ':' || line AS k, text
                           FROM judged WHERE reason IS NULL) TO '{root}/rows.parquet' (FORMAT parquet)""")
+if side == "datatrove":  # the same rows as datatrove documents, in two halves (one per task), before the clock
+    Path(root, "docs").mkdir(exist_ok=True)
+    for part in (1, 2):  # contiguous halves: datatrove's "first" (lowest file, then document) is ours, (file, line)
+        con.execute(f"""COPY (SELECT file || ':' || line AS id, text FROM judged WHERE reason IS NULL
+                              QUALIFY ntile(2) OVER (ORDER BY file, line) = {part} ORDER BY file, line)
+                        TO '{root}/docs/{part}.parquet' (FORMAT parquet)""")
 t = time.perf_counter()
 '''
 
@@ -74,6 +82,49 @@ Path(root, side + ".json").write_text(json.dumps(dups))
 print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups), stats=stats)))
 '''
 
+# datatrove's own MinHash stages (signatures, buckets, clusters, filter) on the same rows, 2 tasks where it splits;
+# shingles are character n-grams as llm_nb's (its word tokenizer makes one word of a Chinese review), and its bands
+# are llm_nb's: the same LSH, datatrove's implementation of it (which keeps every bucket match: no check of the pair)
+DATATROVE = PREP + r'''
+import numpy as np
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
+                                              MinhashDedupFilter, MinhashDedupSignature)
+from datatrove.pipeline.readers import ParquetReader
+from datatrove.pipeline.writers.jsonl import JsonlWriter
+from datatrove.utils.hashing import HashConfig
+from llm_nb.clean import near_lsh
+import datatrove.pipeline.dedup.minhash as dtm
+class CharSignature(MinhashDedupSignature):
+    "datatrove's signature stage over character n-grams."
+    def __init__(self, *args, **kw):
+        real, dtm.load_word_tokenizer = dtm.load_word_tokenizer, lambda language: None  # no word tokenizer needed
+        try: super().__init__(*args, **kw)
+        finally: dtm.load_word_tokenizer = real
+    def get_shingles(self, text):
+        import numpy as np  # in datatrove's worker processes: this script's globals are not there
+        n = self.config.n_grams
+        grams = {text[i:i + n] for i in range(max(len(text) - n + 1, 1))}
+        return np.fromiter((self._hash_func(g.encode()) for g in grams), dtype=np.uint64).reshape((-1, 1))
+b, r = near_lsh(cc)  # the bands llm_nb's pass uses (it then checks each candidate pair; datatrove does not)
+mc = MinhashConfig(n_grams=cc.ngram, num_buckets=b, hashes_per_bucket=r, seed=cfg.run.seed,
+                   hash_config=HashConfig(precision=64))
+work, docs = Path(root, "dt"), Path(root, "docs")
+read = lambda: ParquetReader(str(docs), text_key="text", id_key="id")
+steps = [([read(), CharSignature(str(work/"sigs"), config=mc)], 2),
+         ([MinhashDedupBuckets(str(work/"sigs"), str(work/"buckets"), config=mc)], b),
+         ([MinhashDedupCluster(str(work/"buckets"), str(work/"remove"), config=mc)], 1),
+         ([read(), MinhashDedupFilter(str(work/"remove"), exclusion_writer=JsonlWriter(str(work/"removed")))], 2)]
+for i, (pipeline, tasks) in enumerate(steps):
+    LocalPipelineExecutor(pipeline, tasks=tasks, workers=min(tasks, 2), logging_dir=str(work/f"logs{i}")).run()
+near_s = time.perf_counter() - t
+import gzip
+removed = [json.loads(l)["id"] for f in sorted((work/"removed").glob("*.jsonl.gz")) for l in gzip.open(f, "rt")]
+dups = {k: None for k in removed}  # datatrove keeps one document per cluster, and does not say which
+Path(root, side + ".json").write_text(json.dumps(dups))
+print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups), bands=[b, r])))
+'''
+
 def exact_similarity(con, pairs:list, n:int) -> list[float]:
     "Exact Jaccard of the character n-gram sets of each (k, dup_of) pair, k = file:line, from the table `rows`."
     from llm_nb.minhash import jaccard
@@ -94,19 +145,23 @@ def true_near(con, sample:int, n:int, threshold:float, seed:int=0) -> set:
     picked = {k for (k,) in con.execute("SELECT r.k FROM picked JOIN rows r USING (rid)").fetchall()}
     return picked, {k for (k,) in hits}
 
-def side_report(name:str, dups:dict, sims:list, picked:set, truth:set, threshold:float) -> str:
-    "One line: a side's duplicates, its precision (exact similarity of its pairs) and its recall on the sample."
-    right = sum(x >= threshold for x in sims)
+def side_report(name:str, dups:dict, sims:list|None, picked:set, truth:set, threshold:float) -> str:
+    "One line: a side's duplicates, its precision (exact similarity of its pairs, where it names them) and its recall on the sample."
     flagged = picked & set(dups)
-    return (f"{name:>15}: {len(dups):,} near duplicates; precision {right / max(len(dups), 1):.4f} "
-            f"({len(dups) - right} pairs below {threshold}); sample: recall {len(flagged & truth) / max(len(truth), 1):.3f} "
-            f"({len(flagged & truth)} of {len(truth)}), flagged without a true match {len(flagged - truth)}")
+    if sims is None: precision = "precision n/a (it does not say which row each was a duplicate of)"
+    else:
+        right = sum(x >= threshold for x in sims)
+        precision = f"precision {right / max(len(dups), 1):.4f} ({len(dups) - right} pairs below {threshold})"
+    return (f"{name:>15}: {len(dups):,} near duplicates; {precision}; sample: recall "
+            f"{len(flagged & truth) / max(len(truth), 1):.3f} ({len(flagged & truth)} of {len(truth)}), "
+            f"flagged without a true match {len(flagged - truth)}")
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=int, default=4)
     ap.add_argument("--sample", type=int, default=1000)
     ap.add_argument("--memory-limit", default="2GB")
+    ap.add_argument("--no-datatrove", action="store_true", help="leave out datatrove's MinHash stages")
     add_data_arg(ap)
     a = ap.parse_args()
     csv = corpus(a.data, "near_dedup")
@@ -117,7 +172,9 @@ def main():
         info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
         new = run_measured(NEW, root, a.memory_limit, "new")
         old = run_measured(OLD, root, a.memory_limit, "old")
+        dt = run_measured(DATATROVE, root, a.memory_limit, "datatrove") if not a.no_datatrove else None
         dn, do = (json.loads(Path(root, s + ".json").read_text()) for s in ("new", "old"))
+        dd = json.loads(Path(root, "datatrove.json").read_text()) if dt else None
         con = duckdb.connect()
         con.execute(f"CREATE TEMP TABLE rows AS SELECT * FROM read_parquet('{root}/rows.parquet')")
         picked, truth = true_near(con, a.sample, cc.ngram, cc.near_threshold)
@@ -135,5 +192,13 @@ def main():
     print(f"exact check, {len(picked):,} rows sampled, {len(truth)} of them have an earlier row at >= {cc.near_threshold}:")
     print(side_report("llm_nb.minhash", dn, sims["new"], picked, truth, cc.near_threshold))
     print(side_report("datasketch", do, sims["old"], picked, truth, cc.near_threshold))
+    if dt is None: return
+    b, r = dt["result"]["bands"]
+    print(f"datatrove's MinHash stages ({b} bands x {r} rows, character {cc.ngram}-grams, 2 tasks where they split): "
+          f"{dt['result']['near_s']:.2f} s -> llm_nb.minhash {dt['result']['near_s'] / new['result']['near_s']:.1f}x "
+          f"faster; peak RSS of its child {dt['rss_mib']:,.0f} MiB (the stages run in worker processes: not counted)")
+    print(f"duplicates: datatrove and llm_nb both {len(set(dd) & set(dn)):,}, datatrove only {len(set(dd) - set(dn)):,}, "
+          f"llm_nb only {len(set(dn) - set(dd)):,}")
+    print(side_report("datatrove", dd, None, picked, truth, cc.near_threshold))
 
 if __name__ == "__main__": main()

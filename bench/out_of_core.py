@@ -11,6 +11,8 @@ CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there
 """
 import argparse, json, sys, tempfile
 from pathlib import Path
+import psutil
+from llm_nb.config import memory_bytes
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import add_data_arg, corpus, make_input_in_child, run_measured, sensitive_words
 
@@ -26,12 +28,6 @@ c = run_clean(cfg, Run(cfg.run.root + "/bench", cfg))
 print("RESULT", json.dumps(c))
 '''
 
-def units(s:str) -> int:
-    "'256MB' → bytes (DuckDB's units: KB/MB/GB are 1000-based, KiB/MiB/GiB 1024-based)."
-    import re
-    n, u = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", s).groups()
-    return int(float(n) * {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}[u.upper()])
-
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=100); ap.add_argument("--memory-limit", default="256MB")
     ap.add_argument("--no-near", action="store_true", help="near dedup off")
@@ -45,7 +41,7 @@ def main():
         m = run_measured(RUN, root, json.dumps(sensitive_words(50)), a.memory_limit, "exact" if a.no_near else "near")
     wall, rss = m["wall_s"], m["rss_mib"]
     c = m["result"]
-    limit = units(a.memory_limit)
+    limit = memory_bytes(a.memory_limit, psutil.virtual_memory().total)
     print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:,.0f} MiB of text ({info['text_bytes']/limit:.1f}x memory_limit), "
           f"{info['file_bytes']/2**20:,.0f} MiB Parquet")
     print(f"memory_limit asked {a.memory_limit}, DuckDB reports {c['duckdb_memory_limit']}; spilled to temp_dir: {c['spilled_bytes']/2**20:,.0f} MiB")

@@ -687,14 +687,16 @@ def check_error_rate(m:dict, # a benchmark summary
 def bench_server(cfg, # the run's config (its `bench` section)
                  run, # the run: its exported tokenizer and held-out split
                  server, # a started `Server`
-                 out:Path # folder for results.json and bench.png
+                 out:Path, # folder for results.json and bench.png
+                 table:bool=True # print the whole summary (False: one line; a comparison table follows)
                 ) -> dict:
     "Benchmark a running `Server` with the run's prompts and tokenizer; print and return the summary."
     from llm_nb.model import load_tokenizer
     tok = load_tokenizer(str(run.dir/"export"/"merged"))
     texts = heldout_texts(run, tok) if cfg.bench.dataset == "text" else None
     m = benchmark(server.base_url, cfg.bench, tok, out, server.headers, server.model_name, texts)
-    print(format_summary(m))
+    print(format_summary(m) if table else m.get("failure") or
+          f"bench: {server.engine}: {m['completed']} requests completed in {m['duration_s']:.2f} s, none failed")
     return m
 
 @timed_stage("bench")

@@ -4,19 +4,19 @@
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000005
 from __future__ import annotations
-import getpass, json, math, re, shlex, shutil, subprocess, sys, time
+import getpass, json, math, shlex, shutil, subprocess, sys, time
 from dataclasses import dataclass
 from pathlib import Path
 import duckdb
 from datatrove.pipeline.base import PipelineStep
-from .config import load_config
+from .config import load_config, memory_bytes
 from .run import Run
 from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _near_decide, _near_dedup,
                           _near_bands, _near_rows, _scored_sql, _spilled_bytes, _sql_str, _write_outputs)
 
 # %% auto #0
-__all__ = ['MASK64', 'NEAR_TABLES', 'DUCKDB_UNITS', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows', 'score_shard',
-           'number_rows', 'sign_batches', 'decide', 'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local',
+__all__ = ['MASK64', 'NEAR_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows', 'score_shard', 'number_rows',
+           'sign_batches', 'decide', 'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local',
            'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors', 'wait_slurm', 'run_slurm',
            'clean_datatrove']
 
@@ -92,10 +92,11 @@ def _scored_view(con, job:CleanJob):
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000018
 def number_rows(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 2, one task: exact dedup over all shards; the rows left for near dedup, numbered → near_rows.parquet."
+    "Step 2, one task: exact dedup over all shards → judged.parquet; the rows left for near dedup → near_rows.parquet."
     con = task_con(job, "number")
     _scored_view(con, job)
     _exact_dedup(con)
+    con.execute("COPY judged TO ? (FORMAT parquet)", [str(job.work/"judged.parquet")])
     rows = _near_rows(con)
     con.execute("COPY near_rows TO ? (FORMAT parquet)", [str(job.work/"near_rows.parquet")])
     return dict(rows=rows, spilled=_spilled_bytes(con))
@@ -112,19 +113,20 @@ def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
                 spilled=_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000024
-NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
+NEAR_TABLES = {"judged": "judged.parquet", "near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
 
 def _near_views(con, job:CleanJob):
-    "The tables `_near_decide` reads, as views of the files of steps 2 and 3 (not copied into DuckDB)."
+    "The tables step 4 reads, as views of the files of steps 2 and 3 (not copied into DuckDB)."
     for table, files in NEAR_TABLES.items():
         con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_sql_str(str(job.work/files))})")
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 4, one task: exact dedup, near pairs, keep-first; clean/clean.parquet, rejected.parquet, stats.json, .png."
+    "Step 4, one task: near pairs, keep-first; clean/clean.parquet, rejected.parquet, stats.json, .png."
     con = task_con(job, "decide")
-    _scored_view(con, job)
-    _exact_dedup(con)
     if job.ccfg.near_dedup: _near_views(con, job)
+    else:  # no step 2: judge exact duplicates here
+        _scored_view(con, job)
+        _exact_dedup(con)
     near = _near_decide(con, job.ccfg) if job.ccfg.near_dedup else _near_dedup(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
                   near_dedup=near)
@@ -228,13 +230,10 @@ def _default_partition() -> str:
     return next((p[:-1] for p in parts if p.endswith("*")), parts[0] if parts else "")
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000044g
-DUCKDB_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-                "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-
 def mem_per_cpu_gb(ccfg) -> int: # the `clean` config section (memory_limit, threads)
-    "GB per CPU a task asks Slurm for: `memory_limit` (DuckDB's units) + 1 GB, over `threads`, rounded up."
-    n, unit = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]*)\s*", ccfg.memory_limit).groups()
-    return math.ceil((float(n) * DUCKDB_UNITS[unit.upper()] / 1e9 + 1) / int(ccfg.threads))
+    "GB per CPU a task asks Slurm for: `memory_limit` (a share: of this machine's RAM) + 1 GB, over `threads`, up."
+    import psutil
+    return math.ceil((memory_bytes(ccfg.memory_limit, psutil.virtual_memory().total) / 1e9 + 1) / int(ccfg.threads))
 
 def _sbatch_args(scfg) -> dict|None:
     "`launch.slurm`'s account and `extra_sbatch` lines (`--key=value`, `--flag`) as datatrove's sbatch_args."

@@ -4,17 +4,18 @@
 
 # %% ../nbs/00_config.ipynb #e7c18c57
 from __future__ import annotations
-import difflib
+import difflib, re
 from pathlib import Path
 from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # %% auto #0
-__all__ = ['PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg',
-           'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg',
-           'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError',
-           'explain_error', 'load_config', 'to_yaml', 'expand', 'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['UNITS', 'PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg',
+           'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg',
+           'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
+           'ConfigError', 'memory_bytes', 'explain_error', 'load_config', 'to_yaml', 'expand', 'check_paths',
+           'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -412,6 +413,18 @@ class Config(Section):
 # %% ../nbs/00_config.ipynb #24158829
 class ConfigError(ValueError):
     "A config that cannot be used; the message has one line per problem, each naming the key."
+
+# %% ../nbs/00_config.ipynb #cf000071
+UNITS = dict(B=1, KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, TIB=2**40)  # DuckDB's
+
+def memory_bytes(limit:str, # a DuckDB memory_limit: "2GB", "512MiB", "80%"
+                 total:int # the machine's RAM in bytes (for percentages)
+                ) -> float:
+    "`limit` in bytes; a ConfigError naming it when DuckDB would not read it."
+    m = re.fullmatch(r"\s*([\d.]+)\s*(%|[KMGT]I?B|B)?\s*", limit.upper())
+    if not m: raise ConfigError(f"clean.memory_limit: {limit!r} is not a size like 2GB, 512MiB or 80%")
+    n, unit = float(m[1]), m[2] or "B"
+    return n / 100 * total if unit == "%" else n * UNITS[unit]
 
 # %% ../nbs/00_config.ipynb #9909702e
 def _key_lines(text:str) -> dict:

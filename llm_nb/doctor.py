@@ -8,15 +8,15 @@ import json, os, re, shutil, socket, subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import httpx, psutil
-from .config import Config, ConfigError, check_paths, load_config
+from .config import Config, ConfigError, check_paths, load_config, memory_bytes
 from .env import env_report, nvml_devices, recommend
 from .run import Run
 from .version import changed_files, dvc, stages_recorded
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'UNITS', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
-           'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'memory_bytes', 'check_memory',
-           'check_ports', 'check_server', 'check_config', 'doctor']
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
+           'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory', 'check_ports',
+           'check_server', 'check_config', 'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -198,18 +198,6 @@ def check_disk(cfg:Config # `run.root`; the run's model/model.json for the model
     status = "fail" if free < need else "warn" if free < 2 * need else "ok"
     return Verdict("disk", status, f"{free:.1f} GiB free at {where}, the run needs about {need:.1f} GiB",
                    "free space there, or set run.root to a larger disk")
-
-# %% ../nbs/91_doctor.ipynb #dr000030
-UNITS = dict(B=1, KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, TIB=2**40)
-
-def memory_bytes(limit:str, # a DuckDB memory_limit: "2GB", "512MiB", "80%"
-                 total:int # the machine's RAM in bytes (for percentages)
-                ) -> float:
-    "`limit` in bytes; a ConfigError naming it when DuckDB would not read it."
-    m = re.fullmatch(r"\s*([\d.]+)\s*(%|[KMGT]I?B|B)?\s*", limit.upper())
-    if not m: raise ConfigError(f"clean.memory_limit: {limit!r} is not a size like 2GB, 512MiB or 80%")
-    n, unit = float(m[1]), m[2] or "B"
-    return n / 100 * total if unit == "%" else n * UNITS[unit]
 
 # %% ../nbs/91_doctor.ipynb #dr000032
 def check_memory(cfg:Config, # `clean.memory_limit`

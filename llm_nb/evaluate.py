@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_evaluate.ipynb #4f69fbb7
 from __future__ import annotations
-import itertools, json, math, os, random
+import contextlib, itertools, json, logging, math, os, random
 from pathlib import Path
 import numpy as np
 import torch
@@ -13,15 +13,15 @@ from lm_eval.api.model import TemplateLM
 from tqdm.auto import tqdm
 from .config import ConfigError
 from .env import cuda_available, peft_quietly
-from .run import save_figure, show_table, timed_stage
+from .run import git_revision, save_figure, show_table, timed_stage
 from .track import log_scores
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
            'LM_EVAL_DPI', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
            'write_task', 'order_windows', 'order_question', 'order_task', 'task_fewshot', 'task_scores', 'log_softmax',
-           'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval',
-           'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
+           'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'lm_eval_scores', 'lm_eval_markdown',
+           'plot_lm_eval', 'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
 IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
@@ -280,6 +280,21 @@ class LogitsLM(TemplateLM):
             return cut_at(self.tokenizer.decode(new, skip_special_tokens=True), kw.get("until", []))
         return [one(*r.args) for r in tqdm(requests, desc="generate", disable=disable_tqdm)]
 
+# %% ../nbs/30_evaluate.ipynb #a1e0c061
+class _FewshotNotice(logging.Filter):
+    "Drops lm-eval's notice that the few-shot count was set: `task_fewshot` always sets it."
+    def filter(self, record): return not record.getMessage().startswith("Overwriting default num_fewshot")
+
+@contextlib.contextmanager
+def lm_eval_quietly():
+    "Around lm-eval's `simple_evaluate`: no git error outside a checkout, no few-shot notice; other warnings stay."
+    from unittest import mock
+    log, notice = logging.getLogger("lm_eval.evaluator"), _FewshotNotice()
+    log.addFilter(notice)
+    try:
+        with mock.patch("lm_eval.evaluator.get_git_commit_hash", lambda: (git_revision() or {}).get("commit")): yield
+    finally: log.removeFilter(notice)
+
 # %% ../nbs/30_evaluate.ipynb #a1e0c020
 def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
                    tasks:dict, # {task: few-shot count, None = the task's own} (`task_fewshot`)
@@ -295,8 +310,10 @@ def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
     tm, out = TaskManager(include_path=str(task_dir) if task_dir else None), {}
     for shots in dict.fromkeys(tasks.values()):
         names = [t for t, s in tasks.items() if s == shots]
-        res = simple_evaluate(model=model, model_args=model_args, tasks=names, num_fewshot=shots, task_manager=tm,
-                              limit=limit or None, batch_size=batch_size, device=device, log_samples=False)
+        with lm_eval_quietly():
+            res = simple_evaluate(model=model, model_args=model_args, tasks=names, num_fewshot=shots,
+                                  task_manager=tm, limit=limit or None, batch_size=batch_size, device=device,
+                                  log_samples=False)
         out.update(task_scores(res["results"], names))
     return out
 

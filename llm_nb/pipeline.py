@@ -73,7 +73,7 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
             continue
         ecfg = _engine_cfg(cfg, engine)
         with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
-            results[f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine)
+            results[f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
     (out/"compare.md").write_text(compare_table(results) + "\n")
     print(compare_table(results))
     plot_compare(results, out/"compare.png", "same prompts, same model, each engine")

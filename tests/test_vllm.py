@@ -83,5 +83,5 @@ def test_prometheus_scrapes_vllm_and_every_vllm_panel_has_data(vllm_server):
     watched = load_config(cfg.model_dump(), **{"monitor.prometheus": True, "monitor.scrape_interval": "1s"})
     with watch_server(watched, run, server): run_bench(watched, run, server)
     panels = json.loads((run.dir/"monitor"/"panels.json").read_text())
-    assert {p["source"] for p in panels} == {"host", "vllm"}  # no NVML here
+    assert {p["source"] for p in panels} == {"host", "train", "vllm"}  # no NVML here; the run's training series
     assert all(p["series"] > 0 for p in panels), [p for p in panels if not p["series"]]
