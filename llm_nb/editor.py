@@ -116,12 +116,14 @@ def error_key(loc:str, # a dotted key or a `check_paths` key (`ingest.sources[0]
 class ConfigEditor:
     "A form for a whole `Config`: a tab per section, Check / Save / Load, `config` for the validated result."
     def __init__(self, cfg:Config|None=None, # what the form starts from (default: the defaults)
-                 path:str|Path="config.yaml" # where Save writes and Load reads
+                 path:str|Path="config.yaml", # where Save writes and Load reads
+                 section:str="run" # the tab it opens on: a stage notebook opens its own section
                 ):
         cfg, self.controls, self.errors = cfg or Config(), {}, {}
         data = cfg.model_dump()
         pages = [W.VBox(section_rows(f.annotation, data[s], s, self.controls)) for s, f in Config.model_fields.items()]
         self.tabs = W.Tab(children=pages, titles=list(Config.model_fields))
+        self.tabs.selected_index = list(Config.model_fields).index(section)
         self.path = W.Text(value=str(path), description="file", layout=W.Layout(width="420px"))
         self.buttons = {n: W.Button(description=n) for n in ("Check", "Save", "Load")}
         for n, b in self.buttons.items(): b.on_click(lambda _, n=n: getattr(self, n.lower())())

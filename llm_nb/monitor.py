@@ -117,9 +117,12 @@ class SeriesTail:
             f.seek(self.pos)
             new = f.read(size - self.pos)
         whole = new[:new.rfind(b"\n") + 1]  # the complete lines
+        try: rows = [json.loads(line) for line in whole.splitlines() if line.strip()]
+        except json.JSONDecodeError:  # rewritten under us and grown again: from the start, next scrape
+            self.pos, self.latest = 0, {}
+            return self.latest
         self.pos += len(whole)
-        for line in whole.splitlines():
-            if line.strip(): self.latest.update(json.loads(line))
+        for row in rows: self.latest.update(row)
         return self.latest
 
 # %% ../nbs/43_monitor.ipynb #m0000074
