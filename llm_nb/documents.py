@@ -155,7 +155,10 @@ def _read_bare_images(page, c:PageContent, src:SourceCfg) -> PageResult:
     if why:
         return PageResult("text", c.text, c.tables, f"needs_ocr: page {page.page_number} has text and {len(c.bare)} "
                           f"image(s) without a text layer ({_bare_share(page, c.bare):.0%} of the page), and {why}")
-    read = [t for b in c.bare if (t := ocr_page(page.crop(b), src.ocr_lang, src.ocr_dpi))]
+    try: read = [t for b in c.bare if (t := ocr_page(page.crop(b), src.ocr_lang, src.ocr_dpi))]
+    except Exception as e:  # Tesseract failed or timed out: the page's own text stays
+        return PageResult("text", c.text, c.tables, f"needs_ocr: page {page.page_number}: reading its images failed: "
+                          f"{type(e).__name__}: {e}")
     if not read: return PageResult("text", c.text, c.tables)  # pictures without text
     return PageResult("ocr", "\n\n".join([c.text.strip(), *read]), c.tables)
 
