@@ -129,12 +129,14 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "WenQuanYi Zen Hei", "W
 def cjk_font() -> tuple[str, str]|None:
     "(family, file) of an installed font that draws Chinese; None (said once) where there is none."
     from matplotlib import font_manager as fm
-    have = lambda: {f.name: f.fname for f in fm.fontManager.ttflist}
-    if not set(CJK_FAMILIES) & set(have()):  # installed after matplotlib cached its font list: add their files
+    fonts = lambda: [f for f in fm.fontManager.ttflist if f.name in CJK_FAMILIES]
+    if not fonts():  # installed after matplotlib cached its font list: add their files
         for f in fm.findSystemFonts():
             if any(k in os.path.basename(f) for k in ("NotoSansCJK", "NotoSerifCJK", "wqy-")): fm.fontManager.addfont(f)
-    names = have()
-    found = next(((n, names[n]) for n in CJK_FAMILIES if n in names), None)
+    # the first family of CJK_FAMILIES there is, in its regular weight (a family has a file per weight)
+    rank = lambda f: (CJK_FAMILIES.index(f.name), f.weight not in (400, "normal", "regular"))
+    best = min(fonts(), key=rank, default=None)
+    found = best and (best.name, best.fname)
     if found is None: print("no CJK font here: Chinese text in plots shows as boxes (apt-get install fonts-noto-cjk)")
     return found
 
