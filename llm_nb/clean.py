@@ -5,6 +5,7 @@
 # %% ../nbs/11_clean.ipynb #45845f1b
 from __future__ import annotations
 import importlib, json, re, threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import duckdb
 import numpy as np
@@ -13,12 +14,13 @@ from .env import cjk_fonts
 from .run import save_figure, timed_stage
 
 # %% auto #0
-__all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES',
-           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'FETCH_ROWS',
-           'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS',
-           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
-           'placeholder', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
-           'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect', 'clean_stats', 'plot_stats', 'run_clean']
+__all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
+           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
+           'TEXT_KEY', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'KEPT', 'REJECTED', 'LENGTH_EDGES',
+           'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'TERMS_PLOTTED',
+           'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql',
+           'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh',
+           'connect_at', 'connect', 'judge_per_text', 'clean_stats', 'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -110,20 +112,26 @@ def _redact_chain(col:str, kinds:list[str]) -> str:
             col = f"regexp_replace({col}, {_sql_str(pat)}, {_sql_str(rep)}, 'g')"
     return col
 
+# %% ../nbs/11_clean.ipynb #rg000000
+PII_GATES = [  # (SQL test on `{col}`, the kinds that cannot match where it is false), tested in this order
+    ("contains({col}, '@')", {"email"}),
+    ("regexp_matches({col}, '" + DIGIT_RUN + "')", {"id_number", "bank_card", "phone"}),
+    ("regexp_matches({col}, '[0-9]{16}')", {"id_number", "bank_card"}),  # 17 digits and a check digit; 16-19
+]
+
+def _gated_chain(col:str, kinds:list[str], gates:list) -> str:
+    "The chain of `kinds` on `col` behind `gates`: a CASE on each gate that changes which kinds run."
+    if not gates: return _redact_chain(col, kinds)
+    (test, needs), rest = gates[0], gates[1:]
+    on, off = _gated_chain(col, kinds, rest), _gated_chain(col, [k for k in kinds if k not in needs], rest)
+    return on if on == off else f"CASE WHEN {test.replace('{col}', col)} THEN {on} ELSE {off} END"
+
 # %% ../nbs/11_clean.ipynb #be96b0bc
 def redact_sql(col:str, # the column (or SQL expression) to redact
                kinds:list[str] # PII kinds to redact (keys of PII_PATTERNS; applied in PII_PATTERNS' order)
               ) -> str:
     "DuckDB expression: `col` with the PII of `kinds` replaced by placeholders."
-    ks = [k for k in PII_PATTERNS if k in kinds]
-    at, digits = [k for k in ks if k == "email"], [k for k in ks if k != "email"]
-    has_at, has_digits = f"contains({col}, '@')", f"regexp_matches({col}, '{DIGIT_RUN}')"
-    if at and digits:
-        return (f"CASE WHEN {has_digits} THEN (CASE WHEN {has_at} THEN {_redact_chain(col, ks)} "
-                f"ELSE {_redact_chain(col, digits)} END) "
-                f"WHEN {has_at} THEN {_redact_chain(col, at)} ELSE {col} END")
-    if ks: return f"CASE WHEN {has_at if at else has_digits} THEN {_redact_chain(col, ks)} ELSE {col} END"
-    return col
+    return _gated_chain(col, [k for k in PII_PATTERNS if k in kinds], PII_GATES)
 
 # %% ../nbs/11_clean.ipynb #552eebc5
 def count_sql(col:str, # SQL of the text after
@@ -213,11 +221,11 @@ def near_lsh(ccfg) -> tuple[int, int]: # the `clean` config section
 def connect_at(ccfg, # the `clean` config section (memory_limit, threads)
                tmp:Path # the folder DuckDB spills to (made if missing)
               ) -> duckdb.DuckDBPyConnection:
-    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `tmp`, with an `nfkc` function."
+    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `tmp`, with an `nfkc` function if `clean.nfkc`."
     tmp.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(config=dict(memory_limit=ccfg.memory_limit, threads=int(ccfg.threads),
                                      temp_directory=str(tmp), preserve_insertion_order=False))
-    return add_nfkc(con)
+    return add_nfkc(con) if ccfg.nfkc else con  # pyarrow.compute costs 0.1 s to import
 
 def connect(ccfg, # the `clean` config section (memory_limit, threads, temp_dir)
             run # the run (`temp_dir` may name a folder in it)
@@ -248,15 +256,30 @@ def _sensitive_sql(ccfg, words:list[str], wps:list[str]) -> tuple[str, str]:
     return hits, f"CASE WHEN sensitive_hits > 0 THEN {masked} ELSE text END" if masking else "text"
 
 # %% ../nbs/11_clean.ipynb #d3287c9e
-def _reason_sql(ccfg, words:list[str]) -> str:
+def _reason_sql(ccfg, words:list[str], quality:bool=True) -> str:
     "CASE naming the first filter that rejects a row (sensitive words when dropping, then quality), else NULL."
     drop_sensitive = [("sensitive", "sensitive_hits > 0")] if words and ccfg.sensitive_action == "drop" else []
-    return "CASE " + " ".join(f"WHEN {c} THEN '{r}'" for r, c in drop_sensitive + quality_sql(ccfg, "text")) + " END"
+    whens = drop_sensitive + (quality_sql(ccfg, "text") if quality else [])
+    return "CASE " + " ".join(f"WHEN {c} THEN '{r}'" for r, c in whens) + " END" if whens else "NULL::VARCHAR"
+
+# %% ../nbs/11_clean.ipynb #pt000002
+LENGTH_FILTERS = ("too_short", "too_long")  # quality filters that read only the text's length
+
+def judge_per_text(ccfg, # the `clean` config section
+                   words:list[str] # the sensitive words
+                  ) -> bool:
+    "True when the filters judge each distinct text once, after exact dedup, rather than every row in pass 1."
+    costly = [r for r, _ in quality_sql(ccfg) if r not in LENGTH_FILTERS]
+    return bool(costly) or (ccfg.sensitive_action == "drop" and len(words_patterns(words)) > 1)
+
+# %% ../nbs/11_clean.ipynb #tk000002
+TEXT_KEY = "(hash(text)::UHUGEINT << 64) | strlen(text)::UHUGEINT"  # SQL of exact dedup's key of `text`
 
 # %% ../nbs/11_clean.ipynb #67a734a8
 def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
-                rows:str|None=None) -> str:
+                rows:str|None=None, quality:bool=True) -> str:
     "SQL of pass 1: normalize, redact, count, judge (`gate=False`: no prefilter; `rows`: SQL of the rows, not `src`)."
+    if not quality and ccfg.sensitive_action == "drop": words = []  # judged once per distinct text, with quality
     wps = words_patterns(words, chunk)
     hits, after_action = _sensitive_sql(ccfg, words, wps)
     # a row the prefilter let skip has no hits, unless the words were tested apart (several chunks)
@@ -271,25 +294,36 @@ def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_
       pii_counted AS (SELECT * EXCLUDE (raw){_pii_count_cols(ccfg)} FROM redacted),
       words_counted AS (SELECT *, {hits} AS sensitive_hits FROM pii_counted),
       acted AS (SELECT * EXCLUDE (_work) REPLACE ({after_action} AS text) FROM words_counted)
-      SELECT *, {_reason_sql(ccfg, words)} AS reason, md5_number(text) AS text_hash FROM acted"""
+      SELECT *, {_reason_sql(ccfg, words, quality)} AS reason, {TEXT_KEY} AS text_hash FROM acted"""
 
 # %% ../nbs/11_clean.ipynb #4fb9a3af
-def _score_rows(con, ccfg, words:list[str], src:str):
-    "Pass 1 into the temp table `scored`: every row of `src` normalized, redacted, counted and judged."
+def _score_rows(con, ccfg, words:list[str], src:str, per_text:bool=False):
+    "Pass 1 into the temp table `scored`: every row of `src` normalized, redacted, counted (`per_text`: not judged)."
     # temp tables live in DuckDB's buffer pool: past memory_limit their blocks go to temp_dir
-    con.execute(f"CREATE TEMP TABLE scored AS {_scored_sql(ccfg, words, src)}")
+    con.execute(f"CREATE TEMP TABLE scored AS {_scored_sql(ccfg, words, src, quality=not per_text)}")
 
 # %% ../nbs/11_clean.ipynb #82135d95
-def _exact_dedup(con):
-    "Temp tables `first_copies` (each text's first copy) and `judged`: every row of `scored`, `reason`, `dup_of`."
-    con.execute("""CREATE TEMP TABLE first_copies AS
-        SELECT text_hash, min({'file': file, 'line': line}) AS kept FROM scored
-        WHERE reason IS NULL GROUP BY text_hash""")
+def _first_copies(con, ccfg=None, words:list[str]=()):
+    "Temp table `first_copies` (text_hash, kept, hits, verdict): each text's first copy, judged when given `ccfg`."
+    words = list(words) if ccfg and ccfg.sensitive_action == "drop" else []  # masking words were matched in pass 1
+    hits = _sensitive_sql(ccfg, words, words_patterns(words))[0] if ccfg else "NULL::BIGINT"
+    text = "arg_min(text, {'file': file, 'line': line})" if ccfg else "NULL"
+    con.execute(f"""CREATE TEMP TABLE first_copies AS
+        SELECT text_hash, kept, sensitive_hits AS hits, {_reason_sql(ccfg, words) if ccfg else 'NULL'} AS verdict
+        FROM (SELECT *, {hits} AS sensitive_hits FROM (
+                SELECT text_hash, min({{'file': file, 'line': line}}) AS kept, {text} AS text
+                FROM scored WHERE reason IS NULL GROUP BY text_hash))""")
+
+def _exact_dedup(con, ccfg=None, words:list[str]=()):
+    "Temp table `judged`: every row of `scored`, `reason`, `dup_of` (`ccfg`, `words`: the filters, once per text)."
+    _first_copies(con, ccfg, words)
     is_first = "f.kept.file = s.file AND f.kept.line = s.line"
     con.execute(f"""CREATE TEMP TABLE judged AS
-        SELECT s.* EXCLUDE (text_hash) REPLACE (CASE WHEN s.reason IS NOT NULL THEN s.reason
-                                                     WHEN {is_first} THEN NULL ELSE 'exact_dup' END AS reason),
-               CASE WHEN s.reason IS NULL AND NOT ({is_first}) THEN f.kept.file || ':' || f.kept.line END AS dup_of
+        SELECT s.* EXCLUDE (text_hash) REPLACE (
+                 coalesce(s.reason, f.verdict, CASE WHEN NOT ({is_first}) THEN 'exact_dup' END) AS reason,
+                 s.sensitive_hits + coalesce(f.hits, 0) AS sensitive_hits),
+               CASE WHEN s.reason IS NULL AND f.verdict IS NULL AND NOT ({is_first})
+                    THEN f.kept.file || ':' || f.kept.line END AS dup_of
         FROM scored s LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL""")
 
 # %% ../nbs/11_clean.ipynb #480c7f1b
@@ -411,22 +445,23 @@ def _near_dedup(con, ccfg, seed:int) -> dict:
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
 OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the table `judged`)
+KEPT = f"""(SELECT {OUT_COLS} FROM judged j ANTI JOIN near_dups n ON n.k = j.file || ':' || j.line
+            WHERE j.reason IS NULL)"""  # SQL of the kept rows
 
 def _write_clean(con, path:Path):
     "The kept rows (no reason, not a near duplicate), sorted by (file, line), to the Parquet file `path`."
-    con.execute(f"""COPY (SELECT {OUT_COLS} FROM judged j ANTI JOIN near_dups n ON n.k = j.file || ':' || j.line
-                          WHERE j.reason IS NULL ORDER BY j.file, j.line) TO ? (FORMAT parquet)""", [str(path)])
+    con.execute(f"COPY (SELECT * FROM {KEPT} ORDER BY file, line) TO ? (FORMAT parquet)", [str(path)])
 
 # %% ../nbs/11_clean.ipynb #2674d8ce
+REJECTED = f"""(SELECT {OUT_COLS.replace("j.text", "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text")},
+                       j.reason, j.dup_of FROM judged j WHERE j.reason IS NOT NULL
+                UNION ALL
+                SELECT {OUT_COLS}, 'near_dup' AS reason, n.dup_of
+                FROM judged j JOIN near_dups n ON n.k = j.file || ':' || j.line)"""  # SQL of the rejected rows
+
 def _write_rejected(con, path:Path):
     "Every rejected row with `reason` and `dup_of` (exact duplicates without their text) to the Parquet file `path`."
-    text = "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text"
-    con.execute(f"""COPY (SELECT {OUT_COLS.replace("j.text", text)}, j.reason, j.dup_of
-                          FROM judged j WHERE j.reason IS NOT NULL
-                          UNION ALL
-                          SELECT {OUT_COLS}, 'near_dup' AS reason, n.dup_of
-                          FROM judged j JOIN near_dups n ON n.k = j.file || ':' || j.line)
-                   TO ? (FORMAT parquet)""", [str(path)])
+    con.execute(f"COPY (SELECT * FROM {REJECTED}) TO ? (FORMAT parquet)", [str(path)])
 
 # %% ../nbs/11_clean.ipynb #f11a1f68
 def _query(con, sql:str, *paths) -> list[tuple]:
@@ -443,28 +478,28 @@ def _pii_totals(con, ccfg) -> dict:
 # %% ../nbs/11_clean.ipynb #3325d6e7
 LENGTH_EDGES = [0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 100_000, 10**9]  # histogram bins (characters)
 
-def _length_hist(con, clean:Path) -> dict:
-    "{'<upper edge': kept texts} over LENGTH_EDGES."
-    upper = LENGTH_EDGES[1:]
-    bins = f"list_position({upper}, list_filter({upper}, lambda e: e > length(text))[1])"
-    hist = _query(con, f"SELECT b, count(*) FROM (SELECT {bins} AS b FROM read_parquet(?)) GROUP BY 1 ORDER BY 1",
-                  clean)
-    return {f"<{LENGTH_EDGES[b]}" if b else "?": n for b, n in hist}
+def _lengths(con) -> tuple[dict, float]:
+    "({'<upper edge': kept texts} over LENGTH_EDGES, the median length) of the kept texts."
+    bounds = [e - 1 for e in LENGTH_EDGES[1:]]  # histogram() counts lengths <= each bound, i.e. < each edge
+    hist, median = _query(con, f"""SELECT histogram(n, {bounds}), coalesce(median(n), 0)
+                                   FROM (SELECT length(text) AS n FROM {KEPT})""")[0]
+    return {f"<{b + 1}" if b in bounds else "?": n for b, n in (hist or {}).items() if n}, median
 
 # %% ../nbs/11_clean.ipynb #90cd9c33
 TOP_TERMS = 30  # rows of the top-terms table
 NON_HAN_WORD = r"[^\p{Han}\P{L}]{3,}"  # a term outside Han: three or more letters of other scripts
 HAN_RUN = r"\p{Han}{2,}"  # a run of Han characters, counted as its bigrams
 
-def _top_terms(con, clean:Path, sample:int) -> list:
+def _top_terms(con, sample:int) -> list:
     "[(term, count)] of the TOP_TERMS most frequent terms in a sample of `sample` kept texts."
+    # the sample: the rows whose (file, line) hash lowest, the same whatever order the engine holds the rows in
     return _query(con, f"""
-        WITH sampled AS (SELECT text FROM read_parquet(?) USING SAMPLE {int(sample)} ROWS (reservoir, 0)),
+        WITH sampled AS (SELECT text FROM {KEPT} ORDER BY hash(file, line), file, line LIMIT {int(sample)}),
         terms AS (SELECT unnest(regexp_extract_all(lower(text), '{NON_HAN_WORD}')) AS term FROM sampled
                   UNION ALL
                   SELECT unnest(list_transform(range(1, length(run)), lambda i: substr(run, i, 2))) AS term
                   FROM (SELECT unnest(regexp_extract_all(text, '{HAN_RUN}')) AS run FROM sampled))
-        SELECT term, count(*) AS n FROM terms GROUP BY 1 ORDER BY n DESC, term LIMIT {TOP_TERMS}""", clean)
+        SELECT term, count(*) AS n FROM terms GROUP BY 1 ORDER BY n DESC, term LIMIT {TOP_TERMS}""")
 
 # %% ../nbs/11_clean.ipynb #2f36f903
 STEPS = ["sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
@@ -483,34 +518,36 @@ def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
 REJECT_SAMPLES = 5  # rejected rows per reason shown in stats.json
 SAMPLE_CHARS = 200  # each shown text cut to this many characters
 
-def _reject_samples(con, rejected:Path) -> dict:
-    "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rows of each reason in `rejected`."
-    rows = _query(con, f"""SELECT reason, file, line, left(text, {SAMPLE_CHARS}), dup_of FROM read_parquet(?)
-                           QUALIFY row_number() OVER (PARTITION BY reason ORDER BY file, line) <= {REJECT_SAMPLES}
-                           ORDER BY reason, file, line""", rejected)
+def _reject_samples(con) -> dict:
+    "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rejected rows of each reason."
+    # min_by keeps the first few of each reason as it goes, where a window would sort every rejected row
+    rows = _query(con, f"""SELECT reason, s.file, s.line, left(s.text, {SAMPLE_CHARS}), s.dup_of FROM (
+                             SELECT reason, unnest(min_by({{'file': file, 'line': line, 'text': text, 'dup_of': dup_of}},
+                                                          (file, line), {REJECT_SAMPLES})) AS s
+                             FROM {REJECTED} GROUP BY reason) ORDER BY reason, s.file, s.line""")
     out = {}
     for reason, file, line, text, dup_of in rows:
         out.setdefault(reason, []).append(dict(file=file, line=line, text=text, dup_of=dup_of))
     return out
 
 # %% ../nbs/11_clean.ipynb #76ba6cc1
-def clean_stats(con, # a connection holding the stage's `judged` table
-                clean:Path, # clean/clean.parquet
-                rejected:Path, # clean/rejected.parquet
+def _counts(rows_in:int, rows_out:int, by_reason:dict) -> dict:
+    "{rows_in, rows_out, rejected_total, invariant_ok}: `invariant_ok` when kept + rejected = read."
+    rejected = sum(by_reason.values())
+    return dict(rows_in=rows_in, rows_out=rows_out, rejected_total=rejected, invariant_ok=rows_in == rows_out + rejected)
+
+def clean_stats(con, # a connection holding the stage's tables `judged` and `near_dups`
                 ccfg # the `clean` config section
                ) -> dict:
-    "Counts per step, PII and sensitive totals (from `judged`), length histogram, top terms, rejected samples."
-    rows_in = _query(con, "SELECT count(*) FROM judged")[0][0]
-    rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", clean)[0][0]
-    by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", rejected))
-    counts = dict(rows_in=rows_in, rows_out=rows_out, rejected_total=sum(by_reason.values()),
-                  invariant_ok=rows_in == rows_out + sum(by_reason.values()))
-    return dict(counts=counts, rejected={s: by_reason[s] for s in STEPS if s in by_reason},
+    "Counts per step, PII and sensitive totals, length histogram, top terms, rejected samples, from the tables."
+    rows_in, rows_out = _query(con, f"SELECT (SELECT count(*) FROM judged), (SELECT count(*) FROM {KEPT})")[0]
+    by_reason = dict(_query(con, f"SELECT reason, count(*) FROM {REJECTED} GROUP BY 1"))
+    hist, median = _lengths(con)
+    return dict(counts=_counts(rows_in, rows_out, by_reason), rejected={s: by_reason[s] for s in STEPS if s in by_reason},
                 pii=_pii_totals(con, ccfg),
                 sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0],
-                steps=_steps(rows_in, by_reason), length_hist=_length_hist(con, clean),
-                top_terms=_top_terms(con, clean, ccfg.top_terms_sample), samples=_reject_samples(con, rejected),
-                length_median=_query(con, "SELECT coalesce(median(length(text)), 0) FROM read_parquet(?)", clean)[0][0])
+                steps=_steps(rows_in, by_reason), length_hist=hist, top_terms=_top_terms(con, ccfg.top_terms_sample),
+                samples=_reject_samples(con), length_median=median)
 
 # %% ../nbs/11_clean.ipynb #47fb386c
 TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
@@ -543,22 +580,29 @@ def _draw_stats(stats:dict, a, b, c):
 # %% ../nbs/11_clean.ipynb #2ff22929
 OUTPUTS = ["clean.parquet", "rejected.parquet", "stats.json", "stats.png"]  # what the stage writes in clean/
 
-def _write_stats(con, ccfg, out:Path, engine:dict) -> dict:
-    "clean/stats.json (with `engine`: what ran, on how many workers) and clean/stats.png; fails if rows went missing."
-    stats = dict(clean_stats(con, out/"clean.parquet", out/"rejected.parquet", ccfg), engine=engine)
+def _write_stats(con, stats:dict, out:Path) -> dict:
+    "clean/stats.json, its counts those of the written files; fails if rows went missing or differ from `stats`."
+    rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", out/"clean.parquet")[0][0]
+    by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", out/"rejected.parquet"))
+    counts, counted = _counts(stats["counts"]["rows_in"], rows_out, by_reason), stats["counts"]
+    same = counts == counted and {s: by_reason[s] for s in STEPS if s in by_reason} == stats["rejected"]
+    stats["counts"] = dict(counts, invariant_ok=counts["invariant_ok"] and same)
     (out/"stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False))
-    plot_stats(stats, out/"stats.png")
     c = stats["counts"]
     print(f"clean: {c['rows_in']} in -> {c['rows_out']} out; rejected {stats['rejected']}; "
           f"PII redacted {stats['pii']}; sensitive hits {stats['sensitive_hits']}")
-    if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: {c}")
+    if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: the files hold {counts}, the tables {counted}")
     return stats
 
 def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
-    "From the tables `judged` and `near_dups`: every file of `OUTPUTS` in `out`; the stats."
-    _write_clean(con, out/"clean.parquet")
-    _write_rejected(con, out/"rejected.parquet")
-    return _write_stats(con, ccfg, out, engine)
+    "From the tables `judged` and `near_dups`: every file of `OUTPUTS` in `out` (`engine`: what ran, how); the stats."
+    stats = dict(clean_stats(con, ccfg), engine=engine)
+    with ThreadPoolExecutor(1) as pool:  # matplotlib draws (Python) while DuckDB writes (its queries release the GIL)
+        plotted = pool.submit(plot_stats, stats, out/"stats.png")
+        _write_clean(con, out/"clean.parquet")
+        _write_rejected(con, out/"rejected.parquet")
+        plotted.result()
+    return _write_stats(con, stats, out)
 
 # %% ../nbs/11_clean.ipynb #wo000002
 def _memory_limit(con) -> str:
@@ -580,9 +624,10 @@ def _clean_duckdb(cfg, run) -> tuple[dict, int, str]:
     cc = cfg.clean
     # matplotlib takes ~0.8 s to import: do it on the side while DuckDB works (its queries release the GIL)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
-    con = connect(cc, run)
-    _score_rows(con, cc, sensitive_words(cc, run), str(run.dir/"ingest"/"parts"/"*.parquet"))
-    _exact_dedup(con)
+    con, words = connect(cc, run), sensitive_words(cc, run)
+    per_text = judge_per_text(cc, words)
+    _score_rows(con, cc, words, str(run.dir/"ingest"/"parts"/"*.parquet"), per_text)
+    _exact_dedup(con, *((cc, words) if per_text else ()))  # the filters once per distinct text, or in pass 1
     con.execute("DROP TABLE scored")  # `judged` holds every row now
     spilled = _spilled_bytes(con)
     engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
