@@ -16,11 +16,11 @@ from .run import save_figure, timed_stage
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
-           'TEXT_KEY', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'KEPT', 'REJECTED', 'LENGTH_EDGES',
-           'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'TERMS_PLOTTED',
-           'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql', 'count_sql',
-           'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh',
-           'connect_at', 'connect', 'judge_per_text', 'clean_stats', 'plot_stats', 'run_clean']
+           'TEXT_KEY', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'BY_REFERENCE', 'REJECTED',
+           'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS',
+           'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql',
+           'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql',
+           'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'clean_stats', 'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -445,16 +445,20 @@ def _near_dedup(con, ccfg, seed:int) -> dict:
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
 OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the table `judged`)
-KEPT = f"""(SELECT {OUT_COLS} FROM judged j ANTI JOIN near_dups n ON n.k = j.file || ':' || j.line
-            WHERE j.reason IS NULL)"""  # SQL of the kept rows
+
+def _kept_table(con):
+    "Temp table `kept`: the kept rows (no reason, not a near duplicate), in no particular order."
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE kept AS SELECT {OUT_COLS} FROM judged j
+                    ANTI JOIN near_dups n ON n.k = j.file || ':' || j.line WHERE j.reason IS NULL""")
 
 def _write_clean(con, path:Path):
-    "The kept rows (no reason, not a near duplicate), sorted by (file, line), to the Parquet file `path`."
-    con.execute(f"COPY (SELECT * FROM {KEPT} ORDER BY file, line) TO ? (FORMAT parquet)", [str(path)])
+    "The rows of `kept`, sorted by (file, line), to the Parquet file `path`."
+    con.execute("COPY (SELECT * FROM kept ORDER BY file, line) TO ? (FORMAT parquet)", [str(path)])
 
 # %% ../nbs/11_clean.ipynb #2674d8ce
-REJECTED = f"""(SELECT {OUT_COLS.replace("j.text", "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text")},
-                       j.reason, j.dup_of FROM judged j WHERE j.reason IS NOT NULL
+BY_REFERENCE = "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text"  # an exact duplicate's text
+REJECTED = f"""(SELECT {OUT_COLS.replace("j.text", BY_REFERENCE)}, j.reason, j.dup_of FROM judged j
+                WHERE j.reason IS NOT NULL
                 UNION ALL
                 SELECT {OUT_COLS}, 'near_dup' AS reason, n.dup_of
                 FROM judged j JOIN near_dups n ON n.k = j.file || ':' || j.line)"""  # SQL of the rejected rows
@@ -482,7 +486,7 @@ def _lengths(con) -> tuple[dict, float]:
     "({'<upper edge': kept texts} over LENGTH_EDGES, the median length) of the kept texts."
     bounds = [e - 1 for e in LENGTH_EDGES[1:]]  # histogram() counts lengths <= each bound, i.e. < each edge
     hist, median = _query(con, f"""SELECT histogram(n, {bounds}), coalesce(median(n), 0)
-                                   FROM (SELECT length(text) AS n FROM {KEPT})""")[0]
+                                   FROM (SELECT length(text) AS n FROM kept)""")[0]
     return {f"<{b + 1}" if b in bounds else "?": n for b, n in (hist or {}).items() if n}, median
 
 # %% ../nbs/11_clean.ipynb #90cd9c33
@@ -494,7 +498,7 @@ def _top_terms(con, sample:int) -> list:
     "[(term, count)] of the TOP_TERMS most frequent terms in a sample of `sample` kept texts."
     # the sample: the rows whose (file, line) hash lowest, the same whatever order the engine holds the rows in
     return _query(con, f"""
-        WITH sampled AS (SELECT text FROM {KEPT} ORDER BY hash(file, line), file, line LIMIT {int(sample)}),
+        WITH sampled AS (SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}),
         terms AS (SELECT unnest(regexp_extract_all(lower(text), '{NON_HAN_WORD}')) AS term FROM sampled
                   UNION ALL
                   SELECT unnest(list_transform(range(1, length(run)), lambda i: substr(run, i, 2))) AS term
@@ -518,13 +522,16 @@ def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
 REJECT_SAMPLES = 5  # rejected rows per reason shown in stats.json
 SAMPLE_CHARS = 200  # each shown text cut to this many characters
 
-def _reject_samples(con) -> dict:
-    "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rejected rows of each reason."
-    # min_by keeps the first few of each reason as it goes, where a window would sort every rejected row
-    rows = _query(con, f"""SELECT reason, s.file, s.line, left(s.text, {SAMPLE_CHARS}), s.dup_of FROM (
-                             SELECT reason, unnest(min_by({{'file': file, 'line': line, 'text': text, 'dup_of': dup_of}},
-                                                          (file, line), {REJECT_SAMPLES})) AS s
-                             FROM {REJECTED} GROUP BY reason) ORDER BY reason, s.file, s.line""")
+def _reject_samples(con, rejected:Path) -> dict:
+    "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rows of each reason in `rejected`."
+    # min_by keeps the first few keys of each reason as it goes, where a window would sort every rejected row;
+    # the file, not `judged`: it holds no text for exact duplicates, most of the rows
+    rows = _query(con, f"""WITH r AS (SELECT * FROM read_parquet(?)),
+                           firsts AS (SELECT reason, unnest(min_by({{'file': file, 'line': line}}, (file, line),
+                                                                   {REJECT_SAMPLES})) AS k FROM r GROUP BY reason)
+                           SELECT r.reason, r.file, r.line, left(r.text, {SAMPLE_CHARS}), r.dup_of
+                           FROM r SEMI JOIN firsts f ON f.reason = r.reason AND f.k.file = r.file AND f.k.line = r.line
+                           ORDER BY r.reason, r.file, r.line""", rejected)
     out = {}
     for reason, file, line, text, dup_of in rows:
         out.setdefault(reason, []).append(dict(file=file, line=line, text=text, dup_of=dup_of))
@@ -534,20 +541,21 @@ def _reject_samples(con) -> dict:
 def _counts(rows_in:int, rows_out:int, by_reason:dict) -> dict:
     "{rows_in, rows_out, rejected_total, invariant_ok}: `invariant_ok` when kept + rejected = read."
     rejected = sum(by_reason.values())
-    return dict(rows_in=rows_in, rows_out=rows_out, rejected_total=rejected, invariant_ok=rows_in == rows_out + rejected)
+    return dict(rows_in=rows_in, rows_out=rows_out, rejected_total=rejected,
+                invariant_ok=rows_in == rows_out + rejected)
 
-def clean_stats(con, # a connection holding the stage's tables `judged` and `near_dups`
+def clean_stats(con, # a connection holding the stage's tables `judged`, `near_dups` and `kept`
                 ccfg # the `clean` config section
                ) -> dict:
-    "Counts per step, PII and sensitive totals, length histogram, top terms, rejected samples, from the tables."
-    rows_in, rows_out = _query(con, f"SELECT (SELECT count(*) FROM judged), (SELECT count(*) FROM {KEPT})")[0]
+    "Counts per step, PII and sensitive totals, length histogram and top terms, from the tables."
+    rows_in, rows_out = _query(con, "SELECT (SELECT count(*) FROM judged), (SELECT count(*) FROM kept)")[0]
     by_reason = dict(_query(con, f"SELECT reason, count(*) FROM {REJECTED} GROUP BY 1"))
     hist, median = _lengths(con)
-    return dict(counts=_counts(rows_in, rows_out, by_reason), rejected={s: by_reason[s] for s in STEPS if s in by_reason},
-                pii=_pii_totals(con, ccfg),
+    return dict(counts=_counts(rows_in, rows_out, by_reason),
+                rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
                 sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0],
                 steps=_steps(rows_in, by_reason), length_hist=hist, top_terms=_top_terms(con, ccfg.top_terms_sample),
-                samples=_reject_samples(con), length_median=median)
+                length_median=median)
 
 # %% ../nbs/11_clean.ipynb #47fb386c
 TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
@@ -581,12 +589,13 @@ def _draw_stats(stats:dict, a, b, c):
 OUTPUTS = ["clean.parquet", "rejected.parquet", "stats.json", "stats.png"]  # what the stage writes in clean/
 
 def _write_stats(con, stats:dict, out:Path) -> dict:
-    "clean/stats.json, its counts those of the written files; fails if rows went missing or differ from `stats`."
+    "clean/stats.json, with counts and samples from the written files; fails if rows went missing or differ."
     rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", out/"clean.parquet")[0][0]
     by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", out/"rejected.parquet"))
     counts, counted = _counts(stats["counts"]["rows_in"], rows_out, by_reason), stats["counts"]
     same = counts == counted and {s: by_reason[s] for s in STEPS if s in by_reason} == stats["rejected"]
     stats["counts"] = dict(counts, invariant_ok=counts["invariant_ok"] and same)
+    stats["samples"] = _reject_samples(con, out/"rejected.parquet")
     (out/"stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False))
     c = stats["counts"]
     print(f"clean: {c['rows_in']} in -> {c['rows_out']} out; rejected {stats['rejected']}; "
@@ -596,6 +605,7 @@ def _write_stats(con, stats:dict, out:Path) -> dict:
 
 def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
     "From the tables `judged` and `near_dups`: every file of `OUTPUTS` in `out` (`engine`: what ran, how); the stats."
+    _kept_table(con)
     stats = dict(clean_stats(con, ccfg), engine=engine)
     with ThreadPoolExecutor(1) as pool:  # matplotlib draws (Python) while DuckDB writes (its queries release the GIL)
         plotted = pool.submit(plot_stats, stats, out/"stats.png")
