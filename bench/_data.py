@@ -80,3 +80,19 @@ def make_input_in_child(out, scale:int, csv:Path=CSV, distinct:bool=False) -> di
             f"from pathlib import Path; print(json.dumps(make_input(Path({str(out)!r}), {scale}, csv=Path({str(csv)!r}), "
             f"distinct={distinct})))")
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+
+RECORD_INGEST = r"""
+import sys
+from llm_nb.config import load_config
+from llm_nb.run import Run
+root = sys.argv[1]
+run = Run(root + "/bench", load_config(None, **{"run.root": root, "run.name": "bench"}))
+run.record("ingest", outputs=[run.dir/"ingest"/"parts"])
+"""
+
+def record_ingest(root) -> None:
+    """Record the input part as the ingest stage's output in the manifest of the run `root`/bench, as a real run has
+    it after its ingest stage: the clean stage then takes its input's hash from there instead of hashing it again
+    (0.15 s of a 3 s clean at x20, work no real run does twice)."""
+    import subprocess
+    subprocess.run([sys.executable, "-c", RECORD_INGEST, str(root)], check=True, capture_output=True)

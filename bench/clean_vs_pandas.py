@@ -5,6 +5,8 @@ Job (both sides, same input Parquet = an ingest part built from the review corpu
 texts with a sensitive word (50 words) → drop empty texts → exact dedup keeping the first copy → write kept and
 rejected rows (exact duplicates without their text, which is the kept copy's).
 Each side runs in its own subprocess; wall time and the child's own peak RSS (VmHWM) are measured side by side.
+The input is recorded as the ingest stage's output first, as a real run has it, so llm_nb's clean takes its hash
+from the manifest rather than hashing the input again.
 Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat); llm_nb with its
 default config (quality filters and near dedup on, which pandas does not do); and the DuckDB floor: the bare
 normalize + md5 + count(DISTINCT) over the same file (target: llm_nb's exact-only clean <= 2x the floor).
@@ -16,7 +18,7 @@ CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there
 import argparse, json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import add_data_arg, corpus, make_input_in_child, run_measured, sensitive_words
+from _data import add_data_arg, corpus, make_input_in_child, record_ingest, run_measured, sensitive_words
 
 LLM_NB = r'''
 import json, sys
@@ -81,6 +83,7 @@ def main():
     csv = corpus(a.data, "clean_vs_pandas")
     with tempfile.TemporaryDirectory() as root:
         info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
+        record_ingest(root)
         print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.0f} MiB of text, {info['file_bytes']/2**20:.0f} MiB Parquet (×{a.scale})")
         w50, w2000 = json.dumps(sensitive_words(50)), json.dumps(sensitive_words(2000))
         runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": [], "llm_nb_default": [], "duckdb_floor": []}

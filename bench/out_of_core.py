@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 from llm_nb.config import memory_bytes
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import add_data_arg, corpus, make_input_in_child, run_measured, sensitive_words
+from _data import add_data_arg, corpus, make_input_in_child, record_ingest, run_measured, sensitive_words
 
 RUN = r'''
 import json, sys
@@ -38,6 +38,7 @@ def main():
     csv = corpus(a.data, "out_of_core")
     with tempfile.TemporaryDirectory() as root:
         info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv, a.distinct)
+        record_ingest(root)
         m = run_measured(RUN, root, json.dumps(sensitive_words(50)), a.memory_limit, "exact" if a.no_near else "near")
     wall, rss = m["wall_s"], m["rss_mib"]
     c = m["result"]
