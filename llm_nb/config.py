@@ -126,7 +126,7 @@ class CleanCfg(Section):
     memory_limit: str = "2GB"  # DuckDB memory_limit; beyond it DuckDB spills to temp_dir
     temp_dir: str = "{run}/clean/tmp"  # DuckDB temp_directory
     threads: int = Field(2, gt=0)  # DuckDB threads (per task, with datatrove)
-    # kept texts sampled for the top-terms table (on the review corpus x20, 5,000 give the top 15 of all 227 k)
+    # kept texts sampled for the top-terms table (on the review corpus x20, 5,000 give the top 15 that 200,000 give)
     top_terms_sample: int = Field(5_000, gt=0)
     # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (12_clean_datatrove)
     engine: Literal["duckdb", "datatrove"] = "duckdb"
