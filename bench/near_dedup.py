@@ -34,8 +34,8 @@ root, mem, side = sys.argv[1], sys.argv[2], sys.argv[3]
 cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.memory_limit": mem, "clean.threads": 2})
 cc, run = cfg.clean, Run(root + "/bench", cfg)
 con = connect(cc, run)
-_score_rows(con, cc, [], f"{root}/bench/ingest/parts/input.parquet")
-_exact_dedup(con, cc)
+_score_rows(con, cc, [], f"{root}/bench/ingest/parts/input.parquet", per_text=True)  # as the stage's default config
+_exact_dedup(con, cc)  # judges each distinct text once
 rows = con.execute("SELECT count(*) FROM judged WHERE reason IS NULL").fetchall()[0][0]
 if side == "new":  # the rows that reach near dedup, for the exact checks (before the clock starts)
     con.execute(f"""COPY (SELECT row_number() OVER (ORDER BY file, line) - 1 AS rid, file || ':' || line AS k, text
