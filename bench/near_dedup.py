@@ -36,14 +36,14 @@ cc, run = cfg.clean, Run(root + "/bench", cfg)
 con = connect(cc, run)
 _score_rows(con, cc, [], f"{root}/bench/ingest/parts/input.parquet", per_text=True)  # as the stage's default config
 _exact_dedup(con, cc)  # judges each distinct text once
-rows = con.execute("SELECT count(*) FROM judged WHERE reason IS NULL").fetchall()[0][0]
+rows = con.execute("SELECT count(*) FROM deduped").fetchall()[0][0]
 if side == "new":  # the rows that reach near dedup, for the exact checks (before the clock starts)
     con.execute(f"""COPY (SELECT row_number() OVER (ORDER BY file, line) - 1 AS rid, file || ':' || line AS k, text
-                          FROM judged WHERE reason IS NULL) TO '{root}/rows.parquet' (FORMAT parquet)""")
+                          FROM deduped) TO '{root}/rows.parquet' (FORMAT parquet)""")
 if side == "datatrove":  # the same rows as datatrove documents, in two halves (one per task), before the clock
     Path(root, "docs").mkdir(exist_ok=True)
     for part in (1, 2):  # contiguous halves: datatrove's "first" (lowest file, then document) is ours, (file, line)
-        con.execute(f"""COPY (SELECT file || ':' || line AS id, text FROM judged WHERE reason IS NULL
+        con.execute(f"""COPY (SELECT file || ':' || line AS id, text FROM deduped
                               QUALIFY ntile(2) OVER (ORDER BY file, line) = {part} ORDER BY file, line)
                         TO '{root}/docs/{part}.parquet' (FORMAT parquet)""")
 t = time.perf_counter()
@@ -64,7 +64,7 @@ def near_duplicates(rows, threshold=0.8, n=3, num_perm=128, seed=0):
             lsh.insert(key, m)
             kept[key] = m
     return dups
-cur = con.execute("SELECT file || ':' || line AS k, text FROM judged WHERE reason IS NULL ORDER BY file, line")
+cur = con.execute("SELECT file || ':' || line AS k, text FROM deduped ORDER BY file, line")
 def batches():
     while batch := cur.fetchmany(10_000): yield from batch
 dups = near_duplicates(batches(), cc.near_threshold, cc.ngram, cc.num_perm, cfg.run.seed)

@@ -16,11 +16,12 @@ from .run import save_figure, timed_stage
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
-           'TEXT_KEY', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'OUT_COLS', 'BY_REFERENCE', 'REJECTED',
-           'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS',
-           'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'redact_sql',
-           'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql',
-           'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'clean_stats', 'plot_stats', 'run_clean']
+           'TEXT_KEY', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE',
+           'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES',
+           'SAMPLE_CHARS', 'REASONS', 'HITS', 'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
+           'placeholder', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
+           'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'clean_stats',
+           'plot_stats', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -34,7 +35,7 @@ def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 NORMALIZE_STEPS = [  # (RE2 pattern, replacement SQL, cheap SQL test that the step can change {col}: None = always try)
     (r"\r\n?", "chr(10)", "contains({col}, chr(13))"),
     (r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\x{FEFF}\x{200B}]", "''", None),
-    (r"[ \t]+", "' '", "contains({col}, '  ') OR contains({col}, chr(9))"),
+    (r"\t[ \t]*| [ \t]+", "' '", "contains({col}, '  ') OR contains({col}, chr(9))"),  # a lone space: no match
     (r" ?\n ?", "chr(10)", "contains({col}, ' ' || chr(10)) OR contains({col}, chr(10) || ' ')"),
     (r"\n{3,}", "chr(10) || chr(10)", "contains({col}, chr(10) || chr(10) || chr(10))"),
 ]
@@ -195,15 +196,16 @@ def quality_sql(ccfg, # the `clean` config section (thresholds)
     n = f"greatest(length({col}), 1)"
     lines = f"list_filter(string_split({col}, chr(10)), lambda x: trim(x) <> '')"
     letters, marks = rf"length(regexp_replace({col}, '[^\p{{L}}]', '', 'g'))", marks_sql(col)
-    digits = rf"length(regexp_replace({col}, '[^\p{{Nd}}]', '', 'g'))"
+    digits = rf"(length({col}) - length(regexp_replace({col}, '\p{{Nd}}+', '', 'g')))"  # runs out: few matches
     repeated = f"1 - len(list_distinct({lines})) / greatest(len({lines}), 1)"
     out = [("too_short", f"length({col}) < {int(ccfg.min_chars)}"),
            ("too_long", f"length({col}) > {int(ccfg.max_chars)}")]
     if ccfg.require_letters: out.append(("no_letters", rf"NOT regexp_matches({col}, '\p{{L}}')"))
     if ccfg.reject_mojibake: out.append(("mojibake", f"regexp_matches({col}, '{MOJIBAKE}')"))
     if ccfg.max_symbol_ratio < 1:  # marks / (marks + letters) > t, with the marks computed once (decimal: exact)
-        t = ccfg.max_symbol_ratio
-        out.append(("symbol_ratio", f"{marks} * (1 - {t}) > {t} * {letters}"))
+        t = ccfg.max_symbol_ratio  # marks <= non-letters: a text whose non-letters cannot reach t skips the marks
+        can = f"(length({col}) - {letters}) * (1 - {t}) > {t} * {letters}"
+        out.append(("symbol_ratio", f"CASE WHEN {can} THEN {marks} * (1 - {t}) > {t} * {letters} ELSE false END"))
     if ccfg.max_digit_ratio < 1: out.append(("digit_ratio", f"{digits} / {n} > {ccfg.max_digit_ratio}"))
     if ccfg.max_dup_line_ratio < 1: out.append(("repeated_lines", f"{repeated} > {ccfg.max_dup_line_ratio}"))
     return out
@@ -304,27 +306,34 @@ def _score_rows(con, ccfg, words:list[str], src:str, per_text:bool=False):
 
 # %% ../nbs/11_clean.ipynb #82135d95
 def _first_copies(con, ccfg=None, words:list[str]=()):
-    "Temp table `first_copies` (text_hash, kept, hits, verdict): each text's first copy, judged when given `ccfg`."
+    "Temp table `first_copies` (text_hash, kept, copies, hits, verdict, kept_key): first copies of texts not alone."
     words = list(words) if ccfg and ccfg.sensitive_action == "drop" else []  # masking words were matched in pass 1
     hits = _sensitive_sql(ccfg, words, words_patterns(words))[0] if ccfg else "NULL::BIGINT"
     text = "arg_min(text, {'file': file, 'line': line})" if ccfg else "NULL"
-    con.execute(f"""CREATE TEMP TABLE first_copies AS
-        SELECT text_hash, kept, sensitive_hits AS hits, {_reason_sql(ccfg, words) if ccfg else 'NULL'} AS verdict
+    con.execute(f"""CREATE TEMP TABLE first_copies AS SELECT *, kept.file || ':' || kept.line AS kept_key FROM (
+        SELECT text_hash, kept, copies, sensitive_hits AS hits,
+               {_reason_sql(ccfg, words) if ccfg else 'NULL'} AS verdict
         FROM (SELECT *, {hits} AS sensitive_hits FROM (
-                SELECT text_hash, min({{'file': file, 'line': line}}) AS kept, {text} AS text
-                FROM scored WHERE reason IS NULL GROUP BY text_hash))""")
+                SELECT text_hash, min({{'file': file, 'line': line}}) AS kept, count(*) AS copies, {text} AS text
+                FROM scored WHERE reason IS NULL GROUP BY text_hash)))
+        WHERE copies > 1 OR verdict IS NOT NULL  -- a text alone and kept: its row is its first copy""")
+
+ROW_COLS = "text, source, file, line, meta"  # the ingest columns both output files keep
+IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
 def _exact_dedup(con, ccfg=None, words:list[str]=()):
-    "Temp table `judged`: every row of `scored`, `reason`, `dup_of` (`ccfg`, `words`: the filters, once per text)."
+    "Temp tables `first_copies` and `deduped`: the first copies no filter rejects (`ccfg`, `words`: judged per text)."
     _first_copies(con, ccfg, words)
-    is_first = "f.kept.file = s.file AND f.kept.line = s.line"
-    con.execute(f"""CREATE TEMP TABLE judged AS
-        SELECT s.* EXCLUDE (text_hash) REPLACE (
-                 coalesce(s.reason, f.verdict, CASE WHEN NOT ({is_first}) THEN 'exact_dup' END) AS reason,
-                 s.sensitive_hits + coalesce(f.hits, 0) AS sensitive_hits),
-               CASE WHEN s.reason IS NULL AND f.verdict IS NULL AND NOT ({is_first})
-                    THEN f.kept.file || ':' || f.kept.line END AS dup_of
-        FROM scored s LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL""")
+    con.execute(f"""CREATE TEMP TABLE deduped AS SELECT {ROW_COLS} FROM scored s
+                    LEFT JOIN first_copies f ON s.text_hash = f.text_hash
+                    WHERE s.reason IS NULL AND (f.text_hash IS NULL OR ({IS_FIRST} AND f.verdict IS NULL))""")
+
+JUDGED = f"""(SELECT s.* EXCLUDE (text_hash) REPLACE (
+                coalesce(s.reason, f.verdict, CASE WHEN NOT ({IS_FIRST}) THEN 'exact_dup' END) AS reason,
+                s.sensitive_hits + coalesce(f.hits, 0) AS sensitive_hits),
+              CASE WHEN s.reason IS NULL AND f.verdict IS NULL AND NOT ({IS_FIRST})
+                   THEN f.kept_key END AS dup_of
+              FROM scored s LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL)"""  # every row
 
 # %% ../nbs/11_clean.ipynb #480c7f1b
 def _spilled_bytes(con) -> int:
@@ -336,13 +345,19 @@ FETCH_ROWS = 50_000  # rows per batch of near dedup (Python holds one batch of t
 FETCH_CHARS = 1_000_000  # ... and at most this many characters (a batch's n-gram arrays: ~50 bytes per character)
 
 def _near_rows(con) -> int:
-    "Temp table `near_rows` (rid, k, text, chars, batch): the rows still in, numbered in (file, line) order; count."
+    "Temp table `near_rows` (rid, k, chars, batch, ...): the rows of `deduped` numbered in (file, line) order; count."
     con.execute(f"""CREATE TEMP TABLE near_rows AS
-        SELECT rid, k, text, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch FROM (
-          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, text, length(text) AS chars,
-                 sum(length(text)) OVER w AS cum_chars
-          FROM judged WHERE reason IS NULL WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
+        SELECT rid, k, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch, {ROW_COLS} FROM (
+          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, length(text) AS chars,
+                 sum(length(text)) OVER w AS cum_chars, {ROW_COLS}
+          FROM deduped WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
+    con.execute("DROP TABLE deduped")
+    _deduped_view(con)
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
+
+def _deduped_view(con):
+    "The view `deduped` over `near_rows`, which holds its rows."
+    con.execute(f"CREATE TEMP VIEW deduped AS SELECT {ROW_COLS} FROM near_rows")
 
 # %% ../nbs/11_clean.ipynb #n0000001
 def _append_bands(con, rid0:int, # the batch's first rid
@@ -440,28 +455,26 @@ def _near_dedup(con, ccfg, seed:int) -> dict:
     _near_rows(con)
     _near_bands(con, ccfg, seed)
     res = _near_decide(con, ccfg)
-    con.execute("DROP TABLE near_rows; DROP TABLE near_bands")
+    con.execute("DROP TABLE near_bands")  # `near_rows` holds the rows of `deduped`
     return res
 
 # %% ../nbs/11_clean.ipynb #839e6eb5
-OUT_COLS = "j.text, j.source, j.file, j.line, j.meta"  # the ingest columns both files keep (`j`: the table `judged`)
-
 def _kept_table(con):
-    "Temp table `kept`: the kept rows (no reason, not a near duplicate), in no particular order."
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE kept AS SELECT {OUT_COLS} FROM judged j
-                    ANTI JOIN near_dups n ON n.k = j.file || ':' || j.line WHERE j.reason IS NULL""")
+    "Temp table `kept`: the kept rows (those of `deduped` not near duplicates), in no particular order."
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE kept AS SELECT {ROW_COLS} FROM deduped d
+                    ANTI JOIN near_dups n ON n.k = d.file || ':' || d.line""")
 
 def _write_clean(con, path:Path):
     "The rows of `kept`, sorted by (file, line), to the Parquet file `path`."
     con.execute("COPY (SELECT * FROM kept ORDER BY file, line) TO ? (FORMAT parquet)", [str(path)])
 
 # %% ../nbs/11_clean.ipynb #2674d8ce
-BY_REFERENCE = "CASE WHEN j.reason = 'exact_dup' THEN NULL ELSE j.text END AS text"  # an exact duplicate's text
-REJECTED = f"""(SELECT {OUT_COLS.replace("j.text", BY_REFERENCE)}, j.reason, j.dup_of FROM judged j
-                WHERE j.reason IS NOT NULL
+BY_REFERENCE = "CASE WHEN reason = 'exact_dup' THEN NULL ELSE text END AS text"  # an exact duplicate's text
+REJECTED = f"""(SELECT {ROW_COLS.replace("text", BY_REFERENCE, 1)}, reason, dup_of FROM {JUDGED}
+                WHERE reason IS NOT NULL
                 UNION ALL
-                SELECT {OUT_COLS}, 'near_dup' AS reason, n.dup_of
-                FROM judged j JOIN near_dups n ON n.k = j.file || ':' || j.line)"""  # SQL of the rejected rows
+                SELECT {ROW_COLS}, 'near_dup' AS reason, n.dup_of
+                FROM deduped d JOIN near_dups n ON n.k = d.file || ':' || d.line)"""  # SQL of the rejected rows
 
 def _write_rejected(con, path:Path):
     "Every rejected row with `reason` and `dup_of` (exact duplicates without their text) to the Parquet file `path`."
@@ -476,7 +489,7 @@ def _pii_totals(con, ccfg) -> dict:
     "{kind: placeholders added} over every scored row (copies included), for the redacted kinds."
     cols = [f"pii_{k}" for k in PII_PATTERNS if k in ccfg.pii]
     if not cols: return {}
-    sums = _query(con, f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in cols)} FROM judged")[0]
+    sums = _query(con, f"SELECT {', '.join(f'coalesce(sum({c}), 0)::BIGINT' for c in cols)} FROM scored")[0]
     return dict(zip([c[4:] for c in cols], sums))
 
 # %% ../nbs/11_clean.ipynb #3325d6e7
@@ -525,7 +538,7 @@ SAMPLE_CHARS = 200  # each shown text cut to this many characters
 def _reject_samples(con, rejected:Path) -> dict:
     "{reason: [{file, line, text, dup_of}]}: the first REJECT_SAMPLES rows of each reason in `rejected`."
     # min_by keeps the first few keys of each reason as it goes, where a window would sort every rejected row;
-    # the file, not `judged`: it holds no text for exact duplicates, most of the rows
+    # the file, not the tables: it holds no text for exact duplicates, most of the rows, and no join is left to run
     rows = _query(con, f"""WITH r AS (SELECT * FROM read_parquet(?)),
                            firsts AS (SELECT reason, unnest(min_by({{'file': file, 'line': line}}, (file, line),
                                                                    {REJECT_SAMPLES})) AS k FROM r GROUP BY reason)
@@ -544,18 +557,26 @@ def _counts(rows_in:int, rows_out:int, by_reason:dict) -> dict:
     return dict(rows_in=rows_in, rows_out=rows_out, rejected_total=rejected,
                 invariant_ok=rows_in == rows_out + rejected)
 
-def clean_stats(con, # a connection holding the stage's tables `judged`, `near_dups` and `kept`
+# rejects by reason: in pass 1, per text (every copy), as exact duplicates (the copies but the first), near duplicates
+REASONS = """SELECT reason, sum(n)::BIGINT FROM (
+                 SELECT reason, count(*) AS n FROM scored WHERE reason IS NOT NULL GROUP BY 1
+                 UNION ALL SELECT verdict, sum(copies) FROM first_copies WHERE verdict IS NOT NULL GROUP BY 1
+                 UNION ALL SELECT 'exact_dup', sum(copies - 1) FROM first_copies WHERE verdict IS NULL
+                 UNION ALL SELECT 'near_dup', count(*) FROM near_dups) GROUP BY 1 HAVING sum(n) > 0"""
+HITS = """SELECT (SELECT coalesce(sum(sensitive_hits), 0) FROM scored)
+                 + (SELECT coalesce(sum(hits * copies), 0) FROM first_copies)"""  # SQL of the sensitive-word hits
+
+def clean_stats(con, # a connection holding the stage's tables `scored`, `first_copies`, `near_dups` and `kept`
                 ccfg # the `clean` config section
                ) -> dict:
     "Counts per step, PII and sensitive totals, length histogram and top terms, from the tables."
-    rows_in, rows_out = _query(con, "SELECT (SELECT count(*) FROM judged), (SELECT count(*) FROM kept)")[0]
-    by_reason = dict(_query(con, f"SELECT reason, count(*) FROM {REJECTED} GROUP BY 1"))
+    rows_in, rows_out = _query(con, "SELECT (SELECT count(*) FROM scored), (SELECT count(*) FROM kept)")[0]
+    by_reason = dict(_query(con, REASONS))
     hist, median = _lengths(con)
     return dict(counts=_counts(rows_in, rows_out, by_reason),
                 rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
-                sensitive_hits=_query(con, "SELECT coalesce(sum(sensitive_hits), 0)::BIGINT FROM judged")[0][0],
-                steps=_steps(rows_in, by_reason), length_hist=hist, top_terms=_top_terms(con, ccfg.top_terms_sample),
-                length_median=median)
+                sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
+                top_terms=_top_terms(con, ccfg.top_terms_sample), length_median=median)
 
 # %% ../nbs/11_clean.ipynb #47fb386c
 TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
@@ -604,7 +625,7 @@ def _write_stats(con, stats:dict, out:Path) -> dict:
     return stats
 
 def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
-    "From the tables `judged` and `near_dups`: every file of `OUTPUTS` in `out` (`engine`: what ran, how); the stats."
+    "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)
     stats = dict(clean_stats(con, ccfg), engine=engine)
     with ThreadPoolExecutor(1) as pool:  # matplotlib draws (Python) while DuckDB writes (its queries release the GIL)
@@ -639,7 +660,6 @@ def _clean_duckdb(cfg, run) -> tuple[dict, int, str]:
     # which keeps both cores busy on its own (0.1-0.2 s sooner at the end than importing from the start)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
     _exact_dedup(con, *((cc, words) if per_text else ()))  # the filters once per distinct text, or in pass 1
-    con.execute("DROP TABLE scored")  # `judged` holds every row now
     spilled = _spilled_bytes(con)
     engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
     return _write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, _memory_limit(con)

@@ -12,13 +12,13 @@ from datatrove.pipeline.base import PipelineStep
 from .config import load_config, memory_bytes
 from .run import Run
 from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _near_decide, _near_dedup,
-                          _near_bands, _near_rows, _scored_sql, _spilled_bytes, _sql_str, _write_outputs)
+                          _near_bands, _near_rows, _deduped_view, _scored_sql, _spilled_bytes, _sql_str, _write_outputs)
 
 # %% auto #0
-__all__ = ['MASK64', 'NEAR_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows', 'score_shard', 'number_rows',
-           'sign_batches', 'decide', 'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local',
-           'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors', 'wait_slurm', 'run_slurm',
-           'clean_datatrove']
+__all__ = ['MASK64', 'HALVES', 'NEAR_TABLES', 'HASHED_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows',
+           'score_shard', 'number_rows', 'sign_batches', 'decide', 'clean_twin', 'output_diff', 'CleanStep',
+           'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors', 'wait_slurm',
+           'run_slurm', 'clean_datatrove']
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -73,30 +73,33 @@ def shard_rows(src:str, # the input Parquet files (a glob)
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000013
 MASK64 = "18446744073709551615::UHUGEINT"  # 2**64 - 1
+HALVES = f"(text_hash >> 64)::UBIGINT AS hash_hi, (text_hash & {MASK64})::UBIGINT AS hash_lo"  # SQL: as written
 
 def score_shard(job:CleanJob, rank:int, world:int) -> dict:
     "Step 1, `world` tasks: pass 1 of `11_clean` over the input rows of shard `rank` → scored/<rank>.parquet."
     con = task_con(job, f"score-{rank}")
     sql = _scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
     path = job.part("scored", rank)
-    halves = f"(text_hash >> 64)::UBIGINT AS hash_hi, (text_hash & {MASK64})::UBIGINT AS hash_lo"
-    con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {halves} FROM ({sql})) TO ? (FORMAT parquet)", [str(path)])
+    con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM ({sql})) TO ? (FORMAT parquet)", [str(path)])
     rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchall()[0][0]
     return dict(rows=rows, spilled=_spilled_bytes(con))
 
-def _scored_view(con, job:CleanJob):
-    "The view `scored` over every shard step 1 wrote, `text_hash` an integer again."
-    con.execute(f"""CREATE TEMP VIEW scored AS
+def _hashed_view(con, name:str, # the view to create
+                 files:Path # the Parquet files (a glob) written with HALVES
+                ):
+    "The view `name` over `files`, `text_hash` an integer again."
+    con.execute(f"""CREATE TEMP VIEW {name} AS
         SELECT * EXCLUDE (hash_hi, hash_lo), (hash_hi::UHUGEINT << 64) | hash_lo::UHUGEINT AS text_hash
-        FROM read_parquet({_sql_str(str(job.work/'scored'/'*.parquet'))})""")
+        FROM read_parquet({_sql_str(str(files))})""")
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000018
 def number_rows(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 2, one task: exact dedup over all shards → judged.parquet; the rows left for near dedup → near_rows.parquet."
+    "Step 2, one task: exact dedup over all shards → first_copies.parquet; the rows still in → near_rows.parquet."
     con = task_con(job, "number")
-    _scored_view(con, job)
+    _hashed_view(con, "scored", job.work/"scored"/"*.parquet")
     _exact_dedup(con)
-    con.execute("COPY judged TO ? (FORMAT parquet)", [str(job.work/"judged.parquet")])
+    con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM first_copies) TO ? (FORMAT parquet)",
+                [str(job.work/"first_copies.parquet")])
     rows = _near_rows(con)
     con.execute("COPY near_rows TO ? (FORMAT parquet)", [str(job.work/"near_rows.parquet")])
     return dict(rows=rows, spilled=_spilled_bytes(con))
@@ -113,19 +116,22 @@ def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
                 spilled=_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000024
-NEAR_TABLES = {"judged": "judged.parquet", "near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
+NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
+HASHED_TABLES = {"scored": "scored/*.parquet", "first_copies": "first_copies.parquet"}  # written with HALVES
 
 def _near_views(con, job:CleanJob):
-    "The tables step 4 reads, as views of the files of steps 2 and 3 (not copied into DuckDB)."
+    "The tables step 4 reads, as views of the files of steps 1-3 (not copied into DuckDB)."
     for table, files in NEAR_TABLES.items():
         con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_sql_str(str(job.work/files))})")
+    for table, files in HASHED_TABLES.items(): _hashed_view(con, table, job.work/files)
+    _deduped_view(con)
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
     "Step 4, one task: near pairs, keep-first; clean/clean.parquet, rejected.parquet, stats.json, .png."
     con = task_con(job, "decide")
     if job.ccfg.near_dedup: _near_views(con, job)
     else:  # no step 2: judge exact duplicates here
-        _scored_view(con, job)
+        _hashed_view(con, "scored", job.work/"scored"/"*.parquet")
         _exact_dedup(con)
     near = _near_decide(con, job.ccfg) if job.ccfg.near_dedup else _near_dedup(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
@@ -292,7 +298,8 @@ def run_slurm(job:CleanJob, scfg, name:str):
         if why := _failed(ex, fn.__name__): raise RuntimeError(why)
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000051
-STEP_DATA = ["scored", "bands", "near_rows.parquet"]  # what the steps leave for each other in clean/datatrove/
+# what the steps leave for each other in clean/datatrove/
+STEP_DATA = ["scored", "bands", "first_copies.parquet", "near_rows.parquet"]
 
 def clean_datatrove(cfg, # the run's config (`clean.engine: datatrove`)
                     run # the run: reads ingest/parts, writes clean/
