@@ -55,6 +55,14 @@ def stop_group(proc:subprocess.Popen):
             time.sleep(0.2)
 
 
+def wait_for_line(proc:subprocess.Popen, log:Path, text:bytes, deadline:float, logs:list[Path]):
+    "Wait until `log` holds `text`; fail if `proc` exits first or time.monotonic() passes `deadline`."
+    while text not in log.read_bytes():
+        assert proc.poll() is None, f"{proc.args[1:2]} exited on start\n{tails(logs)}"
+        if time.monotonic() > deadline: pytest.fail(f"no {text!r} in {log} in time\n{tails(logs)}")
+        time.sleep(0.2)
+
+
 def processes_with(env_entry:str) -> list[str]:
     "The command lines of the processes whose environment holds `env_entry` (NAME=value)."
     found = []
@@ -164,18 +172,21 @@ def doccano(tmp_path_factory):
         r = subprocess.run([doccano_cli, *args], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, f"doccano {args[0]}:\n{(r.stdout + r.stderr)[-4000:]}"
     port = free_port()
-    logs = [tmp/"webserver.log", tmp/"task.log"]
-    cmds = [[str(VENV/"bin"/"python"), str(tmp/"webserver.py"), "webserver", "--port", str(port), "--workers", "2"],
-            [doccano_cli, "task", "--concurrency", "1"]]
-    procs = []
+    names, logs = ("task", "webserver"), [tmp/"task.log", tmp/"webserver.log"]
+    cmds = [[doccano_cli, "task", "--concurrency", "1"],
+            [str(VENV/"bin"/"python"), str(tmp/"webserver.py"), "webserver", "--port", str(port), "--workers", "2"]]
+    procs, t0 = [], time.monotonic()
     try:
         for cmd, log in zip(cmds, logs):
             with open(log, "wb") as f:
                 procs.append(subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, cwd=tmp,
                                               start_new_session=True))  # a process group of its own
-        base_url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
+            # the queue's row in the broker's database is made by whoever declares it first: the web server and the
+            # task queue both doing so at once failed on its unique name (sqlite), so the web server starts after
+            if log == logs[0]: wait_for_line(procs[0], log, b" ready.", t0 + START_TIMEOUT_S, logs)
+        base_url = f"http://127.0.0.1:{port}"
         while True:  # /v1/health/ checks the database, the media storage and a round trip through the task queue
-            dead = [n for n, p in zip(("webserver", "task"), procs) if p.poll() is not None]
+            dead = [n for n, p in zip(names, procs) if p.poll() is not None]
             assert not dead, f"Doccano's {dead} exited on start\n{tails(logs)}"
             try:
                 if httpx.get(base_url + "/v1/health/", headers={"Accept": "application/json"}, timeout=10,
