@@ -390,34 +390,40 @@ def _verify(t:dict, ccfg) -> tuple[np.ndarray, np.ndarray]:
     return sim, sim >= ccfg.near_threshold
 
 # %% ../nbs/11_clean.ipynb #n000000d
-def _candidates(con, ccfg) -> tuple[int, int]:
-    "Temp table `near_cands` (chunk, j, i, both texts), sorted by chunk; (candidates, chunks)."
+def _candidates(con, ccfg, k:int=0, n:int=1, chars:int=VERIFY_CHARS) -> tuple[int, int]:
+    "Temp table `near_cands` (chunk, j, i, both texts): the chunks `k` mod `n`, sorted by chunk; (candidates, chunks)."
     # the self-join sees only the keys more than one row has: one aggregation (which spills) finds them
     con.execute("""CREATE TEMP TABLE near_cand_pairs AS
         WITH shared AS (SELECT band, key FROM near_bands GROUP BY band, key HAVING count(*) > 1),
         members AS (SELECT b.* FROM near_bands b SEMI JOIN shared s ON b.band = s.band AND b.key = s.key)
         SELECT DISTINCT x.rid AS i, y.rid AS j FROM members x JOIN members y
         ON x.band = y.band AND x.key = y.key AND x.rid < y.rid""")
-    # chunks of about VERIFY_CHARS, each j whole (a window ordered by j sums its peers together)
-    con.execute(f"""CREATE TEMP TABLE near_cands AS
+    # chunks of about `chars` characters (fewer when that leaves a task of `n` without one), each j whole:
+    # a window ordered by j sums its peers together
+    con.execute("""CREATE TEMP TABLE near_chunks AS
         WITH sized AS (SELECT c.i, c.j, ri.chars + rj.chars AS w FROM near_cand_pairs c
-                       JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j),
-        chunked AS (SELECT i, j, (sum(w) OVER (ORDER BY j) - 1) // {VERIFY_CHARS} AS chunk FROM sized)
-        SELECT c.chunk, c.j, c.i, ri.text AS ti, rj.text AS tj FROM chunked c
-        JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j ORDER BY chunk""")
-    con.execute("DROP TABLE near_cand_pairs")
-    return con.execute("SELECT count(*), coalesce(max(chunk) + 1, 0) FROM near_cands").fetchall()[0]
+                       JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j)
+        SELECT i, j, sum(w) OVER (ORDER BY j) AS cum FROM sized""")
+    cands, total = con.execute("SELECT count(*), coalesce(max(cum), 0) FROM near_chunks").fetchall()[0]
+    size = max(min(int(chars), -(-total // n)), 1)
+    con.execute(f"""CREATE TEMP TABLE near_cands AS
+        SELECT (c.cum - 1) // {size} AS chunk, c.j, c.i, ri.text AS ti, rj.text AS tj FROM near_chunks c
+        JOIN near_rows ri ON ri.rid = c.i JOIN near_rows rj ON rj.rid = c.j WHERE (c.cum - 1) // {size} % {n} = {k}
+        ORDER BY chunk""")
+    con.execute("DROP TABLE near_cand_pairs; DROP TABLE near_chunks")
+    return cands, -(-total // size)
 
-def _near_pairs(con, ccfg) -> int:
-    "Temp table `near_pairs` (j, i, sim, chunk): candidates whose similarity reaches the threshold; candidates."
-    cands, chunks = _candidates(con, ccfg)
+def _near_pairs(con, ccfg, k:int=0, n:int=1, chars:int=VERIFY_CHARS) -> int:
+    "Temp table `near_pairs` (j, i, sim, chunk): candidates of chunks `k` mod `n` reaching the threshold; candidates."
+    cands, chunks = _candidates(con, ccfg, k, n, chars)
     con.execute("CREATE TEMP TABLE near_pairs (j UBIGINT, i UBIGINT, sim DOUBLE, chunk BIGINT)")
-    for chunk in range(chunks):  # near_cands is sorted by chunk: each read skips the others' row groups
+    for chunk in range(k, chunks, n):  # near_cands is sorted by chunk: each read skips the others' row groups
         t = con.execute("SELECT j, i, ti, tj FROM near_cands WHERE chunk = ?", [chunk]).fetchnumpy()
         sim, keep = _verify(t, ccfg)
         con.register("_pairs", {"j": t["j"][keep], "i": t["i"][keep], "sim": sim[keep]})
         con.execute("INSERT INTO near_pairs SELECT j, i, sim, ? FROM _pairs", [chunk])
         con.unregister("_pairs")
+    con.execute("DROP TABLE near_cands")
     return cands
 
 # %% ../nbs/11_clean.ipynb #n0000007
@@ -435,14 +441,13 @@ def _near_dups(con, n:int) -> int:
     con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.k, b.k AS dup_of FROM _dups d
                    JOIN near_rows a ON a.rid = d.j JOIN near_rows b ON b.rid = d.i""")
     con.unregister("_dups")
-    for t in ("near_cands", "near_pairs"): con.execute(f"DROP TABLE {t}")
     return len(dups)
 
 # %% ../nbs/11_clean.ipynb #n000000a
-def _near_decide(con, ccfg) -> dict:
-    "From `near_rows` and `near_bands`: pairs, then the temp table `near_dups`; the pass's counts."
+def _near_decide(con, ccfg, cands:int|None=None) -> dict:
+    "From `near_rows` and `near_bands` (or `near_pairs`, `cands` verified elsewhere): `near_dups`; the pass's counts."
     n = con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
-    cands = _near_pairs(con, ccfg)
+    cands = _near_pairs(con, ccfg) if cands is None else cands
     pairs = con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0]
     b, r = near_lsh(ccfg)
     return dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
@@ -455,7 +460,7 @@ def _near_dedup(con, ccfg, seed:int) -> dict:
     _near_rows(con)
     _near_bands(con, ccfg, seed)
     res = _near_decide(con, ccfg)
-    con.execute("DROP TABLE near_bands")  # `near_rows` holds the rows of `deduped`
+    con.execute("DROP TABLE near_bands; DROP TABLE near_pairs")  # `near_rows` holds the rows of `deduped`
     return res
 
 # %% ../nbs/11_clean.ipynb #839e6eb5

@@ -12,13 +12,14 @@ from datatrove.pipeline.base import PipelineStep
 from .config import load_config, memory_bytes
 from .run import Run
 from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _near_decide, _near_dedup,
-                          _near_bands, _near_rows, _deduped_view, _scored_sql, _spilled_bytes, _sql_str, _write_outputs)
+                          _near_bands, _near_pairs, _near_rows, _deduped_view, _scored_sql, _spilled_bytes, _sql_str,
+                          _write_outputs)
 
 # %% auto #0
-__all__ = ['MASK64', 'HALVES', 'NEAR_TABLES', 'HASHED_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows',
-           'score_shard', 'number_rows', 'sign_batches', 'decide', 'clean_twin', 'output_diff', 'CleanStep',
-           'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors', 'wait_slurm',
-           'run_slurm', 'clean_datatrove']
+__all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows',
+           'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide', 'clean_twin', 'output_diff',
+           'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors',
+           'wait_slurm', 'run_slurm', 'clean_datatrove']
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -84,56 +85,71 @@ def score_shard(job:CleanJob, rank:int, world:int) -> dict:
     rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchall()[0][0]
     return dict(rows=rows, spilled=_spilled_bytes(con))
 
-def _hashed_view(con, name:str, # the view to create
-                 files:Path # the Parquet files (a glob) written with HALVES
+HASHED_TABLES = {"scored": "scored/*.parquet", "first_copies": "first_copies.parquet"}  # written with HALVES
+
+def _hashed_view(con, job:CleanJob, name:str # a table of HASHED_TABLES
                 ):
-    "The view `name` over `files`, `text_hash` an integer again."
+    "The view `name` over its files in `job.work`, `text_hash` an integer again."
     con.execute(f"""CREATE TEMP VIEW {name} AS
         SELECT * EXCLUDE (hash_hi, hash_lo), (hash_hi::UHUGEINT << 64) | hash_lo::UHUGEINT AS text_hash
-        FROM read_parquet({_sql_str(str(files))})""")
+        FROM read_parquet({_sql_str(str(job.work/HASHED_TABLES[name]))})""")
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000018
 def number_rows(job:CleanJob, rank:int, world:int) -> dict:
     "Step 2, one task: exact dedup over all shards → first_copies.parquet; the rows still in → near_rows.parquet."
     con = task_con(job, "number")
-    _hashed_view(con, "scored", job.work/"scored"/"*.parquet")
+    _hashed_view(con, job, "scored")
     _exact_dedup(con)
     con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM first_copies) TO ? (FORMAT parquet)",
-                [str(job.work/"first_copies.parquet")])
+                [str(job.work/HASHED_TABLES["first_copies"])])
     rows = _near_rows(con)
     con.execute("COPY near_rows TO ? (FORMAT parquet)", [str(job.work/"near_rows.parquet")])
     return dict(rows=rows, spilled=_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000021
+NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet", "near_pairs": "pairs/*.parquet"}
+
+def _near_views(con, job:CleanJob, tables:list[str]):
+    "Views named `tables` (of NEAR_TABLES) over the files the steps wrote (not copied into DuckDB)."
+    for t in tables:
+        con.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM read_parquet({_sql_str(str(job.work/NEAR_TABLES[t]))})")
+
 def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
     "Step 3, `world` tasks: the band keys of the batches `rank` mod `world` → bands/<rank>.parquet."
     con = task_con(job, f"sign-{rank}")
-    rows = _sql_str(str(job.work/"near_rows.parquet"))
-    con.execute(f"CREATE TEMP VIEW near_rows AS SELECT * FROM read_parquet({rows})")
+    _near_views(con, job, ["near_rows"])
     _near_bands(con, job.ccfg, job.seed, rank, world)
     con.execute("COPY near_bands TO ? (FORMAT parquet)", [str(job.part("bands", rank))])
     return dict(rows=con.execute("SELECT count(DISTINCT rid) FROM near_bands").fetchall()[0][0],
                 spilled=_spilled_bytes(con))
 
-# %% ../nbs/12_clean_datatrove.ipynb #dt000024
-NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"}
-HASHED_TABLES = {"scored": "scored/*.parquet", "first_copies": "first_copies.parquet"}  # written with HALVES
+# %% ../nbs/12_clean_datatrove.ipynb #vp000004
+def verify_pairs(job:CleanJob, rank:int, world:int) -> dict:
+    "Step 4, `world` tasks: candidates, those of chunks `rank` mod `world` verified → pairs/<rank>.parquet."
+    con = task_con(job, f"verify-{rank}")
+    _near_views(con, job, ["near_rows", "near_bands"])
+    cands = _near_pairs(con, job.ccfg, rank, world)
+    con.execute("COPY near_pairs TO ? (FORMAT parquet)", [str(job.part("pairs", rank))])
+    if rank == 0: (job.work/"candidates.json").write_text(json.dumps(dict(candidates=cands)))
+    return dict(candidates=cands, pairs=con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0],
+                spilled=_spilled_bytes(con))
 
-def _near_views(con, job:CleanJob):
-    "The tables step 4 reads, as views of the files of steps 1-3 (not copied into DuckDB)."
-    for table, files in NEAR_TABLES.items():
-        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_sql_str(str(job.work/files))})")
-    for table, files in HASHED_TABLES.items(): _hashed_view(con, table, job.work/files)
+# %% ../nbs/12_clean_datatrove.ipynb #dt000024
+def _decide_views(con, job:CleanJob) -> int:
+    "The tables step 5 reads, as views of the files of steps 1-4; the candidates step 4 verified."
+    _near_views(con, job, ["near_rows", "near_pairs"])
+    for table in HASHED_TABLES: _hashed_view(con, job, table)
     _deduped_view(con)
+    return json.loads((job.work/"candidates.json").read_text())["candidates"]
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 4, one task: near pairs, keep-first; clean/clean.parquet, rejected.parquet, stats.json, .png."
+    "Step 5, one task: keep-first over the verified pairs; clean/clean.parquet, rejected.parquet, stats.json, .png."
     con = task_con(job, "decide")
-    if job.ccfg.near_dedup: _near_views(con, job)
-    else:  # no step 2: judge exact duplicates here
-        _hashed_view(con, "scored", job.work/"scored"/"*.parquet")
+    if job.ccfg.near_dedup: near = _near_decide(con, job.ccfg, _decide_views(con, job))
+    else:  # no steps 2-4: judge exact duplicates here
+        _hashed_view(con, job, "scored")
         _exact_dedup(con)
-    near = _near_decide(con, job.ccfg) if job.ccfg.near_dedup else _near_dedup(con, job.ccfg, job.seed)
+        near = _near_dedup(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
                   near_dedup=near)
     stats = _write_outputs(con, job.ccfg, job.out, engine)
@@ -177,7 +193,7 @@ class CleanStep(PipelineStep):
     "One step of the parallel clean as a datatrove pipeline step: `fn(job, rank, world_size)`, its counts recorded."
     type = "🧹 - CLEAN"
 
-    def __init__(self, fn, # one of score_shard, number_rows, sign_batches, decide
+    def __init__(self, fn, # one of score_shard, number_rows, sign_batches, verify_pairs, decide
                  job:CleanJob):
         self.name, self.fn, self.job = fn.__name__, fn, job
         super().__init__()
@@ -194,7 +210,7 @@ class CleanStep(PipelineStep):
 # %% ../nbs/12_clean_datatrove.ipynb #dt000035
 def job_steps(job:CleanJob) -> list[tuple]:
     "(function, tasks) of each step, in order."
-    near = [(number_rows, 1), (sign_batches, job.tasks)] if job.ccfg.near_dedup else []
+    near = [(number_rows, 1), (sign_batches, job.tasks), (verify_pairs, job.tasks)] if job.ccfg.near_dedup else []
     return [(score_shard, job.tasks)] + near + [(decide, 1)]
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000038
@@ -299,7 +315,7 @@ def run_slurm(job:CleanJob, scfg, name:str):
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000051
 # what the steps leave for each other in clean/datatrove/
-STEP_DATA = ["scored", "bands", "first_copies.parquet", "near_rows.parquet"]
+STEP_DATA = ["scored", "bands", "pairs", "first_copies.parquet", "near_rows.parquet", "candidates.json"]
 
 def clean_datatrove(cfg, # the run's config (`clean.engine: datatrove`)
                     run # the run: reads ingest/parts, writes clean/

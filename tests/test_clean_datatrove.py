@@ -1,6 +1,6 @@
 """The clean stage on datatrove, for real: 2 tasks per step on a one-machine Slurm give the one-process DuckDB path's
 output, row for row (the demo's planted problems + the review corpus ../shared/data/online_shopping_10_cats.csv,
-whose ~6 M characters make several near-dedup batches, so both signing tasks have work)."""
+whose ~6 M characters make several near-dedup batches and verification chunks, so every parallel task has work)."""
 import json, subprocess
 from pathlib import Path
 import pyarrow.parquet as pq, pytest
@@ -50,9 +50,13 @@ def test_two_slurm_tasks_give_the_duckdb_output(ingested, slurm):
     work = two.dir/"clean"/"datatrove"
     res = {p.stem: json.loads(p.read_text()) for p in (work/"results").glob("*.json")}
     assert sorted(res) == ["decide-00000", "number_rows-00000", "score_shard-00000", "score_shard-00001",
-                           "sign_batches-00000", "sign_batches-00001"]
+                           "sign_batches-00000", "sign_batches-00001", "verify_pairs-00000", "verify_pairs-00001"]
     assert all(res[f"{s}-0000{k}"]["rows"] > 0 for s in ("score_shard", "sign_batches") for k in (0, 1))
     assert res["score_shard-00000"]["rows"] + res["score_shard-00001"]["rows"] == c2["rows_in"]
+    verified = [res[f"verify_pairs-0000{k}"] for k in (0, 1)]  # both tasks found pairs, together the one process's
+    near = c1["engine"]["near_dedup"]
+    assert all(v["pairs"] > 0 for v in verified) and sum(v["pairs"] for v in verified) == near["pairs"]
+    assert verified[0]["candidates"] == verified[1]["candidates"] == near["candidates"]
     # the tasks ran as Slurm jobs: each wrote its output file there
     assert len(list((work/"logs"/"sign_batches"/"slurm_logs").glob("*_1.out"))) == 1
     assert pq.read_table(two.dir/"clean"/"clean.parquet").num_rows == c1["rows_out"]
@@ -63,6 +67,7 @@ def test_a_failed_task_names_its_step_and_leaves_no_job(ingested, slurm):
     for p in (run.dir/"ingest"/"parts").glob("*.parquet"): p.unlink()
     with pytest.raises(RuntimeError, match=r"step score_shard: tasks \[0, 1\] of 2 did not complete"):
         run_clean(run.cfg, run)
-    names = ",".join(f"llm_nb-clean-broken-{s}" for s in ("score_shard", "number_rows", "sign_batches", "decide"))
+    steps = ("score_shard", "number_rows", "sign_batches", "verify_pairs", "decide")
+    names = ",".join(f"llm_nb-clean-broken-{s}" for s in steps)
     left = subprocess.run(["squeue", "-h", "-n", names], capture_output=True, text=True, check=True).stdout
     assert left == ""
