@@ -338,7 +338,9 @@ class ServeCfg(Section):
     api_key_env: str = ""
     # a host other than loopback needs an API key; true serves without one anyway (and says so when it starts)
     allow_no_key: bool = False
-    startup_timeout: float = Field(120.0, gt=0)
+    # seconds until the server answers: vLLM compiles its model as it starts (40-80 s for the demo's on 2 CPU cores,
+    # past 120 s with other work on them); a server that exits fails at once, whatever this is
+    startup_timeout: float = Field(600.0, gt=0)
     llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
 
 # %% ../nbs/00_config.ipynb #7051e923
