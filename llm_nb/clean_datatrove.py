@@ -16,10 +16,10 @@ from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _n
                           _write_outputs)
 
 # %% auto #0
-__all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con', 'shard_rows',
-           'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide', 'clean_twin', 'output_diff',
-           'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps', 'slurm_executors',
-           'wait_slurm', 'run_slurm', 'clean_datatrove']
+__all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con',
+           'shard_rows', 'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide', 'clean_twin',
+           'output_diff', 'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps',
+           'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove']
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -124,13 +124,16 @@ def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
                 spilled=_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #vp000004
+CANDIDATES = "candidates"  # how many candidate pairs each task of step 4 found: <rank>.json, for stats.json
+
 def verify_pairs(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 4, `world` tasks: candidates, those of chunks `rank` mod `world` verified → pairs/<rank>.parquet."
+    "Step 4, `world` tasks: the candidates with j mod `world` = `rank`, verified → pairs/<rank>.parquet."
     con = task_con(job, f"verify-{rank}")
     _near_views(con, job, ["near_rows", "near_bands"])
     cands = _near_pairs(con, job.ccfg, rank, world)
     con.execute("COPY near_pairs TO ? (FORMAT parquet)", [str(job.part("pairs", rank))])
-    if rank == 0: (job.work/"candidates.json").write_text(json.dumps(dict(candidates=cands)))
+    (d := job.work/CANDIDATES).mkdir(exist_ok=True)
+    (d/f"{rank:05d}.json").write_text(json.dumps(dict(candidates=cands)))
     return dict(candidates=cands, pairs=con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0],
                 spilled=_spilled_bytes(con))
 
@@ -140,7 +143,7 @@ def _decide_views(con, job:CleanJob) -> int:
     _near_views(con, job, ["near_rows", "near_pairs"])
     for table in HASHED_TABLES: _hashed_view(con, job, table)
     _deduped_view(con)
-    return json.loads((job.work/"candidates.json").read_text())["candidates"]
+    return sum(json.loads(p.read_text())["candidates"] for p in (job.work/CANDIDATES).glob("*.json"))
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
     "Step 5, one task: keep-first over the verified pairs; clean/clean.parquet, rejected.parquet, stats.json, .png."
@@ -314,8 +317,8 @@ def run_slurm(job:CleanJob, scfg, name:str):
         if why := _failed(ex, fn.__name__): raise RuntimeError(why)
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000051
-# what the steps leave for each other in clean/datatrove/
-STEP_DATA = ["scored", "bands", "pairs", "first_copies.parquet", "near_rows.parquet", "candidates.json"]
+# what the steps leave for each other in clean/datatrove/: the files and folders their tables are in
+STEP_DATA = sorted({p.split("/")[0] for p in [*HASHED_TABLES.values(), *NEAR_TABLES.values(), CANDIDATES]})
 
 def clean_datatrove(cfg, # the run's config (`clean.engine: datatrove`)
                     run # the run: reads ingest/parts, writes clean/

@@ -53,10 +53,10 @@ def test_two_slurm_tasks_give_the_duckdb_output(ingested, slurm):
                            "sign_batches-00000", "sign_batches-00001", "verify_pairs-00000", "verify_pairs-00001"]
     assert all(res[f"{s}-0000{k}"]["rows"] > 0 for s in ("score_shard", "sign_batches") for k in (0, 1))
     assert res["score_shard-00000"]["rows"] + res["score_shard-00001"]["rows"] == c2["rows_in"]
-    verified = [res[f"verify_pairs-0000{k}"] for k in (0, 1)]  # both tasks found pairs, together the one process's
+    verified = [res[f"verify_pairs-0000{k}"] for k in (0, 1)]  # each task its share, together the one process's
     near = c1["engine"]["near_dedup"]
-    assert all(v["pairs"] > 0 for v in verified) and sum(v["pairs"] for v in verified) == near["pairs"]
-    assert verified[0]["candidates"] == verified[1]["candidates"] == near["candidates"]
+    for k in ("candidates", "pairs"):
+        assert all(v[k] > 0 for v in verified) and sum(v[k] for v in verified) == near[k]
     # the tasks ran as Slurm jobs: each wrote its output file there
     assert len(list((work/"logs"/"sign_batches"/"slurm_logs").glob("*_1.out"))) == 1
     assert pq.read_table(two.dir/"clean"/"clean.parquet").num_rows == c1["rows_out"]
