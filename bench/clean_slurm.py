@@ -3,11 +3,12 @@
 Input: the review corpus online_shopping_10_cats.csv ×SCALE with perturbations (bench/_data.py), as an ingest part;
 the default clean config (quality filters, exact and near dedup on) with 50 sensitive words. Three runs on copies of
 it: `clean.engine: duckdb` (one process, `--threads` DuckDB threads), and `clean.engine: datatrove` on the
-one-machine Slurm of tools/slurm_local.sh with `clean.tasks` 1 and 2 (1 DuckDB thread per task, so 2 tasks use
-both cores of this machine). Prints each run's wall time (submission to outputs, Slurm's scheduling included),
-each step's span (first task's start to last task's end, from datatrove's task logs), the 1-task / 2-task ratio,
-and whether the three outputs are identical (llm_nb.clean_datatrove.output_diff). `--distinct` makes nearly every
-row distinct (bench/_data.py), so that near dedup sees them all. Starts Slurm if it is not up (root), and stops it.
+Slurm of tools/slurm_local.sh (two nodes on this one machine) with `clean.tasks` 1 and 2 (1 DuckDB thread per task,
+so 2 tasks use both cores of this machine). Prints each run's wall time (submission to outputs, Slurm's scheduling
+included), each step's span (first task's start to last task's end, from datatrove's task logs), the 1-task / 2-task
+ratio, and whether the three outputs are identical (llm_nb.clean_datatrove.output_diff). `--distinct` makes nearly
+every row distinct (bench/_data.py), so that near dedup sees them all. Starts Slurm if it is not up (root), and stops
+it.
 
     python bench/clean_slurm.py [--scale 4] [--distinct] [--threads 2] [--data CSV]
 

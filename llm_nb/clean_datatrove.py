@@ -16,10 +16,10 @@ from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _n
                           _write_outputs)
 
 # %% auto #0
-__all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'STEP_DATA', 'CleanJob', 'make_job', 'task_con',
-           'shard_rows', 'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide', 'clean_twin',
-           'output_diff', 'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb', 'SlurmSteps',
-           'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove']
+__all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
+           'task_con', 'shard_rows', 'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide',
+           'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb',
+           'SlurmSteps', 'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove']
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -271,6 +271,8 @@ def _sbatch_args(scfg) -> dict|None:
 # %% ../nbs/12_clean_datatrove.ipynb #dt000044b
 from datatrove.executor import SlurmPipelineExecutor
 
+NODE_ECHO = 'echo "on node $SLURMD_NODENAME ($(hostname))"'  # a line of each task's Slurm log
+
 class SlurmSteps(SlurmPipelineExecutor):
     "datatrove's Slurm executor without its stats-merging job."
     def launch_merge_stats(self): pass
@@ -278,7 +280,7 @@ class SlurmSteps(SlurmPipelineExecutor):
 def slurm_executors(job:CleanJob, scfg, # the `launch.slurm` config section
                     name:str) -> list: # job name prefix: the jobs are `name`-<step>
     "One `SlurmSteps` executor per step, each depending on the one before."
-    env = "; ".join([*scfg.setup, f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH"])
+    env = "; ".join([*scfg.setup, f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH", NODE_ECHO])
     asks = dict(time=scfg.time, partition=scfg.partition or _default_partition(), cpus_per_task=int(job.ccfg.threads),
                 mem_per_cpu_gb=mem_per_cpu_gb(job.ccfg), qos="", env_command=env, sbatch_args=_sbatch_args(scfg))
     exs = []

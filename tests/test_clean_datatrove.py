@@ -1,7 +1,8 @@
-"""The clean stage on datatrove, for real: 2 tasks per step on a one-machine Slurm give the one-process DuckDB path's
-output, row for row (the demo's planted problems + the review corpus ../shared/data/online_shopping_10_cats.csv,
-whose ~6 M characters make several near-dedup batches and verification chunks, so every parallel task has work)."""
-import json, subprocess
+"""The clean stage on datatrove, for real: 2 tasks per step, on the two nodes of tools/slurm_local.sh's Slurm, give
+the one-process DuckDB path's output, row for row (the demo's planted problems + the review corpus
+../shared/data/online_shopping_10_cats.csv, whose ~6 M characters make several near-dedup batches and verification
+chunks, so every parallel task has work)."""
+import json, re, subprocess
 from pathlib import Path
 import pyarrow.parquet as pq, pytest
 from llm_nb.config import demo_config
@@ -57,8 +58,12 @@ def test_two_slurm_tasks_give_the_duckdb_output(ingested, slurm):
     near = c1["engine"]["near_dedup"]
     for k in ("candidates", "pairs"):
         assert all(v[k] > 0 for v in verified) and sum(v[k] for v in verified) == near[k]
-    # the tasks ran as Slurm jobs: each wrote its output file there
-    assert len(list((work/"logs"/"sign_batches"/"slurm_logs").glob("*_1.out"))) == 1
+    # the tasks ran as Slurm jobs, each on its own node of the two: each wrote its output file there, naming its node
+    for step in ("score_shard", "sign_batches", "verify_pairs"):
+        logs = sorted((work/"logs"/step/"slurm_logs").glob("*.out"))
+        nodes = [re.search(r"^on node (\S+) ", p.read_text(), re.M)[1] for p in logs]
+        print(step, [p.name for p in logs], nodes)
+        assert len(logs) == 2 and len(set(nodes)) == 2, (step, nodes)
     assert pq.read_table(two.dir/"clean"/"clean.parquet").num_rows == c1["rows_out"]
 
 

@@ -11,11 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ["-m", "llm_nb.pipeline", "run", "c.yaml", "--stages", "train"]
 
 
-def test_sbatch_trains_two_ranks(slurm_env, tmp_path):
-    "1 node x 2 CPU processes: torchrun (gloo) under srun, through `sbatch --wait`; 2 ranks train, rank 0 writes."
-    run = run_until("train", **{"train.max_steps": 4, "train.logging_steps": 2, "launch.nproc_per_node": 2,
-                                "launch.slurm.cpus_per_task": 2, "launch.slurm.time": "00:15:00",
-                                "launch.master_port": 29517})
+@pytest.mark.parametrize("nnodes, nproc", [(1, 2), (2, 1)])
+def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes, nproc):
+    "`nnodes` x `nproc` CPU processes: torchrun (gloo) under srun, by `sbatch --wait`; 2 ranks train, rank 0 writes."
+    run = run_until("train", **{"train.max_steps": 4, "train.logging_steps": 2, "launch.nnodes": nnodes,
+                                "launch.nproc_per_node": nproc, "launch.slurm.cpus_per_task": nproc,
+                                "launch.slurm.time": "00:15:00", "launch.master_port": 29517})
     config = run.dir/"config.yaml"
     script = write_sbatch(load_config(config), config, tmp_path/"train.sbatch")
     t0 = time.perf_counter()
@@ -27,7 +28,8 @@ def test_sbatch_trains_two_ranks(slurm_env, tmp_path):
     out = log.read_text() if log.exists() else "(no Slurm output file)"
     print(f"sbatch --wait: job {job} exit {r.returncode} in {job_s:.1f} s\n{out[-3000:]}")
     assert r.returncode == 0, f"{r.stderr}\n{out[-6000:]}"
-    assert "world size 2" in out and out.count("train: 4 steps") == 1 and out.count("pipeline: ran train, skipped 0 of 1 in") == 1
+    assert f"{nnodes} node(s) x {nproc} process(es) = world size 2" in out
+    assert out.count("train: 4 steps") == 1 and out.count("pipeline: ran train, skipped 0 of 1 in") == 1
     assert (run.dir/"train"/"adapter"/"adapter_config.json").exists()
     train = json.loads((run.dir/"report.json").read_text())["stages"]["train"]
     assert (train["world_size"], train["steps"]) == (2, 4)

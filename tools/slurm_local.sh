@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# A real Slurm on this one machine, for tests: Debian's slurm-wlm (controller + one node) and munge, all state,
-# pid and log files in a scratch folder, no systemd, no cgroups, no accounting.
+# A real Slurm on this one machine, for tests: Debian's slurm-wlm (a controller and two node daemons) and munge, all
+# state, pid and log files in a scratch folder, no systemd, no cgroups, no accounting.
+# The two nodes are this host under two names that resolve here, `hostname -s` and `localhost`, each its own slurmd
+# (`slurmd -N`, on its own port) offering all the host's CPUs; the partition puts each job on its least loaded node
+# (LLN), so the tasks of an array spread over both and a job can ask for 2 nodes: what a multi-node cluster does,
+# short of separate machines.
 #
 #   bash tools/slurm_local.sh start    # installs slurm-wlm and munge if missing (root), starts, waits for `idle`;
 #                                      # prints `export SLURM_CONF=...` for the callers (sbatch, sinfo, ...)
-#   bash tools/slurm_local.sh status   # the daemons' PIDs and the node's state; exit 1 when not up
+#   bash tools/slurm_local.sh status   # the daemons' PIDs and the nodes' states; exit 1 when not up
 #   bash tools/slurm_local.sh stop     # stops the daemons it started, by the PIDs in their pid files
 #
 # Idempotent: `start` on a running cluster only prints the export line; `stop` on a stopped one does nothing.
@@ -13,11 +17,13 @@ set -euo pipefail
 DIR=${LLM_NB_SLURM_DIR:-/tmp/llm_nb-slurm}
 CONF=$DIR/slurm.conf
 HOST=$(hostname -s)
+NODES="$HOST localhost"  # both resolve to this host: a job's first node name is a master address that works
+DAEMONS="slurmctld $(printf 'slurmd-%s ' $NODES)"  # pid files $DIR/<daemon>.pid
 export SLURM_CONF=$CONF
 
 die() { echo "slurm_local: $*" >&2; exit 1; }
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }  # the process named by pid file $1 runs
-node_state() { timeout 10 sinfo -h -o %T 2>/dev/null | head -n 1; }
+node_state() { timeout 10 sinfo -h -N -o %T 2>/dev/null | sort -u | paste -sd, -; }  # e.g. `idle`, `idle,mixed`
 
 install_slurm() {
   command -v slurmctld >/dev/null && command -v munged >/dev/null && return
@@ -31,7 +37,7 @@ install_slurm() {
 write_conf() {
   local mem
   mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)  # MiB, a bit under the total
-  mkdir -p "$DIR"/{state,spool,log}
+  mkdir -p "$DIR"/{state,log}
   cat >"$CONF" <<EOF
 ClusterName=llmnb
 SlurmctldHost=$HOST
@@ -48,15 +54,21 @@ MinJobAge=4
 MailProg=/bin/true
 ReturnToService=2
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool
+SlurmdSpoolDir=$DIR/spool-%n
 SlurmctldPidFile=$DIR/slurmctld.pid
-SlurmdPidFile=$DIR/slurmd.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
-SlurmdLogFile=$DIR/log/slurmd.log
-NodeName=$HOST CPUs=$(nproc) RealMemory=$mem State=UNKNOWN
-PartitionName=local Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+SlurmdLogFile=$DIR/log/slurmd-%n.log
 EOF
+  local port=17001 node
+  for node in $NODES; do
+    echo "NodeName=$node NodeHostname=$HOST Port=$port CPUs=$(nproc) RealMemory=$mem State=UNKNOWN" >>"$CONF"
+    port=$((port + 1))
+  done
+  echo "PartitionName=local Nodes=${NODES// /,} Default=YES MaxTime=INFINITE State=UP LLN=YES" >>"$CONF"
 }
+
+all_alive() { local d; for d in $DAEMONS; do alive "$DIR/$d.pid" || return 1; done; }
 
 start_munge() {
   munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return  # one is running already (not ours: left running)
@@ -69,7 +81,7 @@ start_munge() {
 }
 
 start() {
-  if alive "$DIR/slurmctld.pid" && alive "$DIR/slurmd.pid" && [ "$(node_state)" != "" ]; then
+  if all_alive && [ "$(node_state)" != "" ]; then
     echo "export SLURM_CONF=$CONF"; return
   fi
   stop >/dev/null
@@ -77,20 +89,20 @@ start() {
   write_conf
   start_munge
   slurmctld -c -f "$CONF"
-  slurmd -f "$CONF"
-  local state=""
+  local node state=""
+  for node in $NODES; do slurmd -f "$CONF" -N "$node"; done
   for _ in $(seq 120); do
     state=$(node_state || true)
-    case $state in idle*) break ;; esac
+    [ "$state" = idle ] && break
     sleep 0.5
   done
-  case $state in idle*) ;; *) tail -n 20 "$DIR"/log/*.log >&2; die "node state '$state' after 60 s, not idle" ;; esac
+  [ "$state" = idle ] || { tail -n 20 "$DIR"/log/*.log >&2; die "node states '$state' after 60 s, not all idle"; }
   echo "export SLURM_CONF=$CONF"
 }
 
 stop() {  # TERM to each daemon we started, then wait for all of them (KILL after 10 s)
   local name pid pids=""
-  for name in slurmd slurmctld munged; do
+  for name in $DAEMONS slurmd munged; do  # slurmd: the one node daemon of this script's earlier versions
     alive "$DIR/$name.pid" && pids="$pids $(cat "$DIR/$name.pid")" && kill "$(cat "$DIR/$name.pid")"
     rm -f "$DIR/$name.pid"
   done
@@ -103,11 +115,11 @@ stop() {  # TERM to each daemon we started, then wait for all of them (KILL afte
 
 status() {
   local name up=0
-  for name in slurmctld slurmd munged; do
+  for name in $DAEMONS munged; do
     if alive "$DIR/$name.pid"; then echo "$name: running, pid $(cat "$DIR/$name.pid")"
     else echo "$name: not running (from $DIR)"; [ $name = munged ] || up=1; fi
   done
-  [ $up = 0 ] && echo "node $HOST: $(node_state)" && echo "export SLURM_CONF=$CONF"
+  [ $up = 0 ] && timeout 10 sinfo -h -N -o "node %N: %T" && echo "export SLURM_CONF=$CONF"
   return $up
 }
 
