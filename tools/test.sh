@@ -42,9 +42,9 @@ check "notebooks clean" clean_nbs
 # as many again under nbdev_test. NBDEV_TEST=all runs every notebook under nbdev_test too.
 KERNEL_ONLY='23_train|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
 [ "${NBDEV_TEST:-}" = all ] && KERNEL_ONLY='[_.]'
-nb_total=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' | wc -l)
-nb_inproc=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n' \
-            | grep -Evc "^($KERNEL_ONLY)")
+nb_names=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n')
+nb_total=$(echo "$nb_names" | wc -l)
+nb_inproc=$(echo "$nb_names" | grep -Evc "^($KERNEL_ONLY)")
 nb_log=$(mktemp)
 # `#| gpu` cells are skipped by nbdev_test (settings.ini tst_flags) unless asked for: ask where torch sees a GPU
 gpu_flags=()
