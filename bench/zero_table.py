@@ -3,7 +3,7 @@ and ZeRO-3 with optimizer + parameter offload: median steady-state step time and
 
 One demo run (every stage before train done, `llm_nb.testing.run_until`) is copied per job; each job is
 `torchrun --nproc-per-node 2 --master-port <free> bench/zero_table.py --child CONFIG.yaml OUT`, i.e. exactly
-`llm_nb run CONFIG.yaml --stages train` (`llm_nb.pipeline.main`), except that the child adds a callback to the trainer
+`llm_nb run CONFIG.yaml --stages train` (`llm_nb.cli.main`), except that the child adds a callback to the trainer
 the stage builds (patching `llm_nb.train._trainer`), recording when each optimizer step ends, and writes at exit its
 own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
 `--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
@@ -49,7 +49,7 @@ def child(cfg_path:str, out:str) -> int:
         rec["peak_rss_mib"] = vm_hwm_mib()
         Path(out, f"rank{rec['rank']}.json").write_text(json.dumps(rec))
     atexit.register(dump)
-    from llm_nb.pipeline import main
+    from llm_nb.cli import main
     return main(["run", cfg_path, "--stages", "train"])
 
 def free_port() -> int:

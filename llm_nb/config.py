@@ -4,30 +4,58 @@
 
 # %% ../nbs/00_config.ipynb #e7c18c57
 from __future__ import annotations
-import difflib, re
+import csv, difflib, ipaddress, itertools, json, re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # %% auto #0
-__all__ = ['UNITS', 'PATH_MAX', 'Section', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg',
-           'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg',
-           'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
-           'ConfigError', 'memory_bytes', 'explain_error', 'load_config', 'to_yaml', 'expand', 'check_paths',
-           'demo_config_path', 'demo_config']
+__all__ = ['Port', 'Size', 'Duration', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES', 'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section',
+           'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg',
+           'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask',
+           'EvaluateCfg', 'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
+           'ConfigError', 'memory_bytes', 'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields',
+           'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
     "A config section: unknown keys are errors and assignments are validated."
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+# %% ../nbs/00_config.ipynb #cf9a0002
+Port = Annotated[int, Field(ge=0, le=65535)]  # a TCP port; 0 = any free port
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[KMGT]i?B|[KMGTB])\s*", re.I)  # DuckDB's: 2GB, 2G, 512MiB, 80%
+_DURATION = re.compile(r"0|(?=.)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?")  # Prometheus's: 5s, 1m, 1h30m
+
+def _is_size(v:str) -> str:
+    "`v`, if DuckDB reads it as a memory size."
+    if not _SIZE.fullmatch(v): raise ValueError("not a size like 2GB, 512MiB or 80%")
+    return v
+
+def _is_duration(v:str) -> str:
+    "`v`, if Prometheus reads it as a duration."
+    if not _DURATION.fullmatch(v): raise ValueError("not a duration like 5s, 1m or 1h30m")
+    return v
+
+Size = Annotated[str, AfterValidator(_is_size)]  # a memory size in DuckDB's units
+Duration = Annotated[str, AfterValidator(_is_duration)]  # a Prometheus duration
+
 # %% ../nbs/00_config.ipynb #46610399
 class RunCfg(Section):
     "Where the run folder lives and what seeds it."
     root: str = "runs"  # folder that holds run folders
-    name: str = "demo"  # this run's folder under `root`
+    name: str = "demo"  # this run's folder under `root`: a plain folder name
     seed: int = 0  # seed for data splits, model init and training
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v:str) -> str:
+        "The run folder is `root/name`: a name that nests folders or climbs out of `root` is refused."
+        if v in ("", ".", "..") or any(c in v for c in "/\\\0"):
+            raise ValueError("must be a plain folder name (no / or \\, not empty, . or ..)")
+        return v
 
 # %% ../nbs/00_config.ipynb #de06d533
 class SynthCfg(Section):
@@ -123,7 +151,7 @@ class CleanCfg(Section):
     # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
     ngram: int = Field(5, gt=0)
     num_perm: int = Field(128, gt=0)  # MinHash permutations
-    memory_limit: str = "2GB"  # DuckDB memory_limit; beyond it DuckDB spills to temp_dir
+    memory_limit: Size = "2GB"  # DuckDB memory_limit; beyond it DuckDB spills to temp_dir
     temp_dir: str = "{run}/clean/tmp"  # DuckDB temp_directory
     threads: int = Field(2, gt=0)  # DuckDB threads (per task, with datatrove)
     # kept texts sampled for the top-terms table (on the review corpus x20, 5,000 give the top 15 that 200,000 give)
@@ -309,6 +337,14 @@ class ExportCfg(Section):
     lm_eval: bool = True  # run the evaluate stage's lm-eval tasks on each GGUF file, beside base and fine-tuned
     verbose: bool = False  # show llama.cpp's own log while quantizing (a line per tensor)
 
+# %% ../nbs/00_config.ipynb #cf9a0005
+def reachable_from_outside(host:str # `serve.host`
+                          ) -> bool:
+    "Whether a server bound to `host` may be reached from other machines (a host name is assumed to be)."
+    if host == "localhost": return False
+    try: return not ipaddress.ip_address(host).is_loopback
+    except ValueError: return True
+
 # %% ../nbs/00_config.ipynb #98eafde5
 class ServeCfg(Section):
     "OpenAI-compatible server: llama.cpp's `llama-server` for GGUF files, vLLM for HF weights (GPU, or its CPU build)."
@@ -318,7 +354,7 @@ class ServeCfg(Section):
     model: str = "q8_0"
     served_name: str = "model"  # the model name clients send
     host: str = "127.0.0.1"  # loopback by default; exposing it is a deliberate change
-    port: int = 0  # 0 = any free port
+    port: Port = 0  # 0 = any free port
     n_ctx: int = Field(512, gt=0)  # context per request (vLLM: --max-model-len)
     parallel: int = Field(4, gt=0)  # llama-server: requests decoded together (slots); vLLM batches by itself
     threads: int = Field(0, ge=0)  # llama.cpp CPU threads; 0 = all cores
@@ -342,6 +378,15 @@ class ServeCfg(Section):
     # past 120 s with other work on them); a server that exits fails at once, whatever this is
     startup_timeout: float = Field(600.0, gt=0)
     llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
+
+    @model_validator(mode="after")
+    def _key_when_reachable(self):
+        "A host other machines can reach needs `api_key_env`, or `allow_no_key` to serve without one."
+        if reachable_from_outside(self.host) and not (self.api_key_env or self.allow_no_key):
+            raise ValueError(f"serve.host={self.host!r} listens beyond this machine without an API key: set "
+                             "serve.api_key_env to the name of an environment variable holding one (or, to serve "
+                             "openly on purpose, serve.allow_no_key: true)")
+        return self
 
 # %% ../nbs/00_config.ipynb #7051e923
 class BenchCfg(Section):
@@ -375,10 +420,10 @@ class MonitorCfg(Section):
     # serve_bench: run the exporter and Prometheus (Debian's) around the benchmark, then query every dashboard panel
     prometheus: bool = False
     exporter: bool = False  # the exporter alone (for a Prometheus of your own; `prometheus: true` runs it anyway)
-    exporter_port: int = Field(0, ge=0)  # where the exporter listens; 0 = any free port (DCGM's exporter uses 9400)
-    prometheus_port: int = Field(0, ge=0)  # where Prometheus listens (on 127.0.0.1); 0 = any free port
-    scrape_interval: str = "5s"  # Prometheus scrape and rule evaluation interval
-    alert_for: str = "1m"  # how long a condition must hold before its alert fires
+    exporter_port: Port = 0  # where the exporter listens; 0 = any free port (DCGM's exporter uses 9400)
+    prometheus_port: Port = 0  # where Prometheus listens (on 127.0.0.1); 0 = any free port
+    scrape_interval: Duration = "5s"  # Prometheus scrape and rule evaluation interval
+    alert_for: Duration = "1m"  # how long a condition must hold before its alert fires
     gpu_temp_c: float = 85  # GPUTooHot above this temperature
     kv_cache_usage: float = Field(0.95, gt=0, le=1)  # KVCacheNearlyFull above this share of vLLM's KV cache
     queue_time_s: float = Field(2.0, gt=0)  # RequestsQueueing when the mean queue time is above this
@@ -389,7 +434,9 @@ class MonitorCfg(Section):
     watchdog_window: int = Field(12, ge=2)  # samples the growth is fitted over
     watchdog_interval_s: float = Field(5.0, gt=0)  # seconds between samples
     watchdog_backoff_s: float = Field(5.0, ge=0)  # wait before the first restart, doubled for each next one
-    watchdog_max_restarts: int = Field(5, ge=0)  # then it gives up (and logs so)
+    watchdog_max_restarts: int = Field(5, ge=0)  # restarts within a quiet period; then it gives up, and `llm_nb serve` exits 1
+    # a server that ran this long without a restart has the whole restart budget again (and the first backoff)
+    watchdog_quiet_s: float = Field(600.0, gt=0)
 
 # %% ../nbs/00_config.ipynb #61daa562
 class Config(Section):
@@ -418,15 +465,16 @@ class ConfigError(ValueError):
     "A config that cannot be used; the message has one line per problem, each naming the key."
 
 # %% ../nbs/00_config.ipynb #cf000071
-UNITS = dict(B=1, KB=1e3, MB=1e6, GB=1e9, TB=1e12, KIB=2**10, MIB=2**20, GIB=2**30, TIB=2**40)  # DuckDB's
+UNITS = dict(B=1, K=1e3, M=1e6, G=1e9, T=1e12, KB=1e3, MB=1e6, GB=1e9, TB=1e12,
+             KIB=2**10, MIB=2**20, GIB=2**30, TIB=2**40)  # DuckDB's
 
 def memory_bytes(limit:str, # a DuckDB memory_limit: "2GB", "512MiB", "80%"
                  total:int # the machine's RAM in bytes (for percentages)
                 ) -> float:
     "`limit` in bytes; a ConfigError naming it when DuckDB would not read it."
-    m = re.fullmatch(r"\s*([\d.]+)\s*(%|[KMGT]I?B|B)?\s*", limit.upper())
+    m = _SIZE.fullmatch(limit)
     if not m: raise ConfigError(f"clean.memory_limit: {limit!r} is not a size like 2GB, 512MiB or 80%")
-    n, unit = float(m[1]), m[2] or "B"
+    n, unit = float(m[1]), m[2].upper()
     return n / 100 * total if unit == "%" else n * UNITS[unit]
 
 # %% ../nbs/00_config.ipynb #9909702e
@@ -474,7 +522,9 @@ def explain_error(e:dict, # one of pydantic's `ValidationError.errors()`
     "The line for one pydantic error: where (file:line, or `override`), which key, what is wrong."
     key = ".".join(str(p) for p in e["loc"])
     where = "override" if key in overridden else f"{source}:{lines[key]}" if key in lines else source
-    if e["type"] != "extra_forbidden": return f"{where}: {key}: {e['msg']} (got {e.get('input')!r})"
+    if e["type"] != "extra_forbidden":  # a section's own check (input: the whole section) is not shown what it got
+        got = "" if e["type"] == "value_error" and isinstance(e.get("input"), dict) else f" (got {e.get('input')!r})"
+        return f"{where}: {key}: {e['msg']}{got}"
     close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(Config, e["loc"]), n=1)
     return f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
 
@@ -500,6 +550,23 @@ def _apply_overrides(data:dict, # the config as plain data
         d[last] = v
     return data
 
+# %% ../nbs/00_config.ipynb #cf9a0009
+def _duplicate_keys(text:str) -> list[tuple[str, int, int]]:
+    "`(dotted key, first line, repeated line)` for each key written twice in one mapping of a YAML document."
+    out = []
+    def walk(node, prefix):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for k, v in node.value:
+                key, line = f"{prefix}{k.value}", k.start_mark.line + 1
+                if key in seen: out.append((key, seen[key], line))
+                seen.setdefault(key, line)
+                walk(v, key + ".")
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value): walk(v, f"{prefix}{i}.")
+    walk(yaml.compose(text), "")
+    return out
+
 # %% ../nbs/00_config.ipynb #2a09fbe3
 PATH_MAX = 4096  # Linux's longest path: a longer string is YAML text, not a file name
 
@@ -510,8 +577,10 @@ def _read_yaml(src:str|Path) -> tuple[str, str, dict]:
         if not p.exists(): raise ConfigError(f"{p}: config file not found")
         source, text = str(p), p.read_text(encoding="utf-8")
     else: source, text = "<yaml>", s
-    try: data = yaml.safe_load(text) or {}
+    try: data, dups = yaml.safe_load(text), _duplicate_keys(text)
     except yaml.YAMLError as e: raise ConfigError(f"{source}: not valid YAML: {e}") from None
+    if data is None: raise ConfigError(f"{source}: empty config: it sets nothing (write {{}} for all the defaults)")
+    if dups: raise ConfigError("\n".join(f"{source}:{b}: duplicate key '{k}' (first on line {a})" for k, a, b in dups))
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
     return source, text, data
@@ -544,14 +613,73 @@ def _looks_local(name:str) -> bool:
     "A model name that can only be a local folder (hub ids look like `org/name`)."
     return name.startswith((".", "/", "~")) or Path(name).expanduser().exists()
 
+# %% ../nbs/00_config.ipynb #cf9a000e
+JSON_CHECK_BYTES = 16_000_000  # a JSON document is parsed whole to find its records: larger ones are not checked
+
+def _jsonl_fields(lines, # lines of a JSON Lines file
+                  max_lines:int=100 # lines looked at for a record
+                 ) -> list[str]|None:
+    "Keys of the first JSON object among the first `max_lines` lines (blank and broken ones skipped)."
+    for line in itertools.islice(lines, max_lines):
+        try: obj = json.loads(line, strict=False)
+        except ValueError: continue
+        if isinstance(obj, dict): return list(obj)
+    return None
+
+def _json_fields(path:Path, # a JSON document holding a list of records
+                 records_field:str="" # key of the record list ("" = the document is the list)
+                ) -> list[str]|None:
+    "Keys of the first object in a JSON document's record list; None for a document past `JSON_CHECK_BYTES`."
+    if path.stat().st_size > JSON_CHECK_BYTES: return None
+    doc = json.loads(path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff"), strict=False)
+    if records_field: doc = doc.get(records_field) if isinstance(doc, dict) else None
+    return next((list(r) for r in doc if isinstance(r, dict)), None) if isinstance(doc, list) else None
+
+# %% ../nbs/00_config.ipynb #cf9a0011
+FIELD_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # ingest's
+
+def file_fields(path:str|Path, # a csv, jsonl, json or parquet file
+                fmt:str, # its format: "csv", "jsonl", "json" or "parquet"
+                records_field:str="" # json: key of the record list ("" = the document is the list)
+               ) -> list[str]|None:
+    "The fields of a file's records (CSV header, Parquet schema, first JSON object); None when they cannot be told."
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+            return pq.read_schema(path).names
+        if fmt == "json": return _json_fields(Path(path), records_field)
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
+            return next(csv.reader(f), None) if fmt == "csv" else _jsonl_fields(f)
+    except (OSError, ValueError, RecursionError, csv.Error): return None  # unreadable: ingest's to report
+
+# %% ../nbs/00_config.ipynb #cf9a0014
+MAX_FIELD_CHECKS = 20  # files of one source whose fields `check_paths` reads
+
+def _text_field_error(i:int, # the source's index in `ingest.sources`
+                      src:SourceCfg, # a files source
+                      files:list[str] # the first files its glob matches
+                     ) -> str|None:
+    "The line for a source whose files have no `text_field`: the first such file and the fields it has."
+    bad = []
+    for f in files[:MAX_FIELD_CHECKS]:
+        fmt = src.format if src.format != "auto" else FIELD_FORMATS.get(Path(f).suffix.lower())
+        fields = file_fields(f, fmt, src.records_field) if fmt in FIELD_FORMATS.values() else None
+        if fields is not None and src.text_field not in fields: bad.append((f, fields))
+    if not bad: return None
+    (f, fields), more = bad[0], f"; nor have {len(bad) - 1} more of its files" if len(bad) > 1 else ""
+    has = ", ".join(map(str, fields[:20])) + (", ..." if len(fields) > 20 else "")
+    return f"ingest.sources[{i}].text_field: no field {src.text_field!r} in {f} (it has: {has or 'none'}){more}"
+
 # %% ../nbs/00_config.ipynb #8e2469a1
 def check_paths(cfg:Config) -> None:
-    "Raise `ConfigError` for input paths that cannot exist (those not made by the run itself)."
+    "Raise `ConfigError` for inputs that cannot be read as configured (those not made by the run itself)."
     import glob
     errs = []
     for i, src in enumerate(cfg.ingest.sources):
-        if src.kind == "files" and "{run}" not in src.path and not glob.glob(str(Path(src.path).expanduser())):
-            errs.append(f"ingest.sources[{i}].path: no file matches {src.path!r}")
+        if src.kind != "files" or "{run}" in src.path: continue
+        files = list(itertools.islice(glob.iglob(str(Path(src.path).expanduser()), recursive=True), MAX_FIELD_CHECKS))
+        if not files: errs.append(f"ingest.sources[{i}].path: no file matches {src.path!r}")
+        elif e := _text_field_error(i, src, files): errs.append(e)
     m = cfg.model.name_or_path
     if m != "tiny" and _looks_local(m) and not (Path(m).expanduser()/"config.json").exists():
         errs.append(f"model.name_or_path: {m!r} is not a model folder (no config.json)")

@@ -8,10 +8,12 @@ import json, os, re, shutil, socket, subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import httpx, psutil
-from .config import Config, ConfigError, check_paths, load_config, memory_bytes
+import yaml
+from .config import Config, ConfigError, check_paths, demo_config_path, load_config, memory_bytes
 from .env import env_report, nvml_devices, recommend
-from .run import Run
-from .version import changed_files, dvc, stages_recorded
+from .run import Run, RunError, run_folder
+from .pipeline import STAGES
+from .version import changed_files, code_sha256, dvc, reached_code, stages_recorded
 
 # %% auto #0
 __all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
@@ -35,10 +37,13 @@ class Verdict:
 def check_data(cfg:Config # the config whose run folder is checked
               ) -> Verdict:
     "Every file the run's manifest recorded is still there, byte for byte."
-    d = Path(cfg.run.root)/cfg.run.name
+    d = run_folder(cfg)
     if not (d/"manifest.json").exists(): return Verdict("data", "skip", f"no run in {d} yet")
     run = Run(d, cfg)
-    stages = stages_recorded(run)
+    try: stages = stages_recorded(run)
+    except RunError as e:  # manifest.json does not parse: what is wrong; how to recover
+        found, _, fix = str(e).partition("; ")
+        return Verdict("data", "fail", found, fix)
     bad = [f"{n}: {r}" for n, e in stages.items() for kind in ("inputs", "outputs")
            for r in changed_files(run, e, kind)]
     n = len({k for e in stages.values() for kind in ("inputs", "outputs") for k in e.get(kind, {})})
@@ -49,9 +54,6 @@ def check_data(cfg:Config # the config whose run folder is checked
 # %% ../nbs/91_doctor.ipynb #dd000002
 def _stale_code(project:Path) -> list[str]:
     "The stages whose hash in code.yaml is not that of the code installed now."
-    import yaml
-    from llm_nb.pipeline import STAGES
-    from llm_nb.version import code_sha256, reached_code
     pinned = yaml.safe_load((project/"code.yaml").read_text()) if (project/"code.yaml").exists() else {}
     return [s for s, h in pinned.items() if s in STAGES and h != code_sha256(reached_code(STAGES[s]))]
 
@@ -253,7 +255,6 @@ def check_server(cfg:Config # `serve.host` and `serve.port`
 def check_config(path:Path|None # the YAML file (None: the demo config)
                 ) -> tuple[Verdict, Config|None]:
     "(verdict, the config or None): the file loads and its input paths exist."
-    from llm_nb.config import demo_config_path
     try:
         cfg = load_config(path or demo_config_path())
         check_paths(cfg)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os, re, shlex, sys
 from pathlib import Path
 from .config import Config, ConfigError, load_config
+from .run import run_folder
 from .zero import batch_plan
 
 # %% auto #0
@@ -14,12 +15,12 @@ __all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_
            'launch_argv', 'shell_join', 'sbatch_header', 'sbatch_body', 'sbatch_script', 'write_sbatch', 'memory_line']
 
 # %% ../nbs/24_launch.ipynb #l0000007
-TRAIN_MODULE = "llm_nb.pipeline"  # `python -m llm_nb.pipeline ...` is the `llm_nb` command
+TRAIN_MODULE = "llm_nb.cli"  # `python -m llm_nb.cli ...` is the `llm_nb` command
 
 def train_args(config:str|Path, # the run's config file, as the ranks will see it
                sets:list[str]=() # `KEY=VALUE` overrides passed on to every rank
               ) -> list[str]:
-    "The arguments after `-m llm_nb.pipeline`: the train stage of `config`."
+    "The arguments after `-m llm_nb.cli`: the train stage of `config`."
     return ["run", str(config), "--stages", "train", *[a for s in sets for a in ("--set", s)]]
 
 # %% ../nbs/24_launch.ipynb #l0000010
@@ -40,7 +41,7 @@ def torchrun_argv(cfg:Config, # the run's config: `cfg.launch` gives nodes, proc
                   rdzv_id:str|None=None, # a job id: c10d rendezvous instead of a fixed node rank
                   sets:list[str]=() # overrides for every rank
                  ) -> list[str]:
-    "`torchrun ... -m llm_nb.pipeline run CONFIG --stages train`."
+    "`torchrun ... -m llm_nb.cli run CONFIG --stages train`."
     lc = cfg.launch
     world = ["--nnodes", str(lc.nnodes), "--nproc-per-node", str(lc.nproc_per_node)]
     if rdzv_id is None:
@@ -57,7 +58,7 @@ def deepspeed_argv(cfg:Config, # the run's config: `cfg.launch` gives nodes, pro
                    hostfile:str|None=None, # `host slots=N` lines, one per node (needed for more than one node)
                    sets:list[str]=() # overrides for every rank
                   ) -> list[str]:
-    "`deepspeed ... --module llm_nb.pipeline run CONFIG --stages train`."
+    "`deepspeed ... --module llm_nb.cli run CONFIG --stages train`."
     lc = cfg.launch
     nodes = ["--hostfile", hostfile, "--no_ssh", "--node_rank", str(node_rank)] if lc.nnodes > 1 else []
     if lc.nnodes > 1 and not hostfile: raise ValueError("deepspeed on more than one node needs a hostfile")
@@ -72,7 +73,7 @@ def accelerate_argv(cfg:Config, # the run's config: `cfg.launch` gives nodes, pr
                     master_addr:str="127.0.0.1", # the host of node 0
                     sets:list[str]=() # overrides for every rank
                    ) -> list[str]:
-    "`accelerate launch ... -m llm_nb.pipeline run CONFIG --stages train`."
+    "`accelerate launch ... -m llm_nb.cli run CONFIG --stages train`."
     lc = cfg.launch
     total = lc.nnodes * lc.nproc_per_node
     return ["accelerate", "launch", *(["--multi_gpu"] if total > 1 else []), "--num_processes", str(total),
@@ -167,7 +168,7 @@ def write_sbatch(cfg:Config, # the run's config, as loaded from `config` with `s
                  sets:list[str]=() # the `KEY=VALUE` overrides `cfg` was loaded with: passed on to every rank
                 ) -> Path:
     "Write the sbatch script for the train stage of `config` to `path`; Slurm's output goes to the run's logs/."
-    log_dir = (Path(cfg.run.root)/cfg.run.name/"logs").resolve()
+    log_dir = (run_folder(cfg)/"logs").resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
     (path := Path(path)).write_text(sbatch_script(cfg, Path(config).resolve(), log_dir, sets))
     return path
@@ -179,7 +180,7 @@ def memory_line(cfg:Config # the run's config; its run folder's model/model.json
     import json
     from transformers import AutoConfig
     from llm_nb.model import launch_memory
-    mj = Path(cfg.run.root)/cfg.run.name/"model"/"model.json"
+    mj = run_folder(cfg)/"model"/"model.json"
     if not mj.exists(): return f"memory: no estimate yet ({mj} is missing: run the model stage first)"
     info = json.loads(mj.read_text())
     if "params" not in info: return f"memory: no estimate ({info.get('lora_counts_skipped', 'no parameter counts')})"

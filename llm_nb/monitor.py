@@ -4,7 +4,7 @@
 
 # %% ../nbs/43_monitor.ipynb #m0000005
 from __future__ import annotations
-import contextlib, json, os, shutil, subprocess, tempfile, threading, time
+import contextlib, json, os, shutil, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from types import SimpleNamespace
 import httpx
@@ -13,6 +13,7 @@ import psutil
 import yaml
 from prometheus_client.core import GaugeMetricFamily
 from .env import gpu_readings, nvml_devices
+from .serve import Server, free_port, serve_exported
 
 # %% auto #0
 __all__ = ['DCGM_METRICS', 'TRAIN_SERIES', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'gpu_families',
@@ -246,7 +247,6 @@ def prometheus_server(config:Path, # prometheus.yml
                       port:int=0 # 0 = any free port
                      ):
     "A (not yet started) `Server` running Prometheus on 127.0.0.1 with `config`."
-    from llm_nb.serve import Server, free_port
     exe = shutil.which("prometheus")
     if exe is None: raise FileNotFoundError("prometheus is not installed: apt-get install prometheus")
     port = port or free_port()
@@ -449,52 +449,106 @@ def tree_memory(pid:int) -> int|None:
 # %% ../nbs/43_monitor.ipynb #m0000065
 class Watchdog:
     "Restarts a `Server` through its launcher when its memory leaks (`leak_reason`) or its process is gone."
-    def __init__(self, server, limit:int, min_growth:float=2**20, window:int=10, interval:float=1.0,
-                 backoff:float=1.0, max_restarts:int=5, log_path:Path|None=None, start_timeout:float=120):
+    def __init__(self, server, # the started `Server` to watch
+                 limit:int, # bytes: a leak is above this...
+                 min_growth:float=2**20, # ...and growing faster than this (bytes/s, over the window)
+                 window:int=10, # samples the growth is fitted over
+                 interval:float=1.0, # seconds between checks
+                 backoff:float=1.0, # seconds before the first restart of a period, doubled for each next one
+                 max_restarts:int=5, # restarts (failed starts too) allowed within a period; then it gives up
+                 log_path:Path|None=None, # where actions are logged (besides `actions`)
+                 start_timeout:float=120, # seconds a restarted server has to answer its health check
+                 quiet:float=600.0 # seconds without a restart that give the whole budget back
+                ):
         self.server, self.limit, self.min_growth, self.window = server, limit, min_growth, window
-        self.interval, self.backoff, self.max_restarts = interval, backoff, max_restarts
+        self.interval, self.backoff, self.max_restarts, self.quiet = interval, backoff, max_restarts, quiet
         self.log_path, self.start_timeout = log_path, start_timeout
-        self.restarts, self.samples, self.actions, self.gave_up = 0, [], [], False
+        self.restarts, self.errors, self.samples, self.actions = 0, 0, [], []  # restarts, errors: all, for metrics
+        self.spent, self.last_restart, self.last_error = 0, None, None  # `spent`: restarts in this period
+        self.gave_up, self.reason, self.thread, self._stop = False, None, None, threading.Event()
+
+    @property
+    def pid(self) -> int|None: return self.server.proc.pid if self.server.proc is not None else None
 
     def log(self, msg:str):
-        "Note an action, with the time, in `actions` and the log file."
+        "Note an action, with the time, in `actions` and the log file (on stderr when the file can't be written)."
         line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} watchdog: {msg}"
         self.actions.append(line)
-        if self.log_path:
+        if not self.log_path: return
+        try:
             with open(self.log_path, "a") as f: f.write(line + "\n")
+        except OSError as e: print(f"{line} (not written to {self.log_path}: {e})", file=sys.stderr, flush=True)
+
+    def error(self, what:str, e:Exception):
+        "Log and count an exception met doing `what`: its type and message (a failed start's has the log tail)."
+        first = str(e).partition("\n")[0].removesuffix("; log tail:")  # a failed start's log tail follows
+        self.errors, self.last_error = self.errors + 1, f"{type(e).__name__}: {first}"
+        self.log(f"{what} failed: {type(e).__name__}: {e}")
+
+    def give_up(self, reason:str) -> bool:
+        "Stop watching, with the reason in `reason` and the log; False (for `check`)."
+        self.gave_up, self.reason = True, reason
+        self.log(f"giving up: {reason}")
+        return False
+
+    def trouble(self) -> str|None:
+        "Why the server needs a restart (its memory leaks, or its process is gone); None while it is fine."
+        proc = self.server.proc
+        mem = tree_memory(proc.pid) if proc is not None and proc.poll() is None else None  # exited: gone
+        self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
+        return "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
+
+    def refill(self):
+        "The whole budget (and the first backoff) again once the last restart is more than `quiet` seconds ago."
+        if self.spent and time.monotonic() - self.last_restart > self.quiet:
+            self.log(f"no restart for {self.quiet:g}s: {self.max_restarts} restarts allowed again")
+            self.spent = 0
 
     def check(self) -> bool:
-        "One sample; restart the server if it leaks or is gone. False once `max_restarts` is spent."
-        mem = tree_memory(self.server.proc.pid) if self.server.proc.poll() is None else None  # exited: gone
-        self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
-        why = "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
+        "One sample; restart the server if it leaks or is gone. False once it gave up (the budget spent)."
+        self.refill()
+        try: why = self.trouble()
+        except Exception as e:
+            self.error("a check", e)
+            return True
         if why is None: return True
-        if self.restarts >= self.max_restarts:
-            self.log(f"pid {self.server.proc.pid}: {why}; {self.restarts} restarts spent, giving up")
-            self.gave_up = True
-            return False
+        if self.spent >= self.max_restarts:
+            last = f"; last error: {self.last_error}" if self.last_error else ""
+            return self.give_up(f"pid {self.pid}: {why}; {self.spent} restarts within {self.quiet:g}s spent{last}")
         return self.restart(why)
 
     def restart(self, why:str) -> bool:
-        "Stop the server by PID, wait the backoff (doubling each time), start it again with the same command."
-        pid, wait = self.server.proc.pid, self.backoff * 2**self.restarts
-        self.log(f"pid {pid}: {why}; restarting after {wait:g}s (restart {self.restarts + 1})")
-        self.server.stop()
-        time.sleep(wait)
-        self.server.start(self.start_timeout)
-        self.restarts, self.samples = self.restarts + 1, []
-        self.log(f"pid {pid} -> {self.server.proc.pid}: started again")
+        "Stop the server by PID, wait the backoff, start it with the same command; a failed start is an error."
+        pid, wait = self.pid, self.backoff * 2**self.spent
+        self.restarts, self.spent = self.restarts + 1, self.spent + 1
+        self.log(f"pid {pid}: {why}; restarting after {wait:g}s (restart {self.spent})")
+        try:
+            self.server.stop()
+            if self._stop.wait(wait): return False  # stopped during the backoff
+            self.server.start(self.start_timeout)
+            self.last_error = None
+            self.log(f"pid {pid} -> {self.pid}: started again")
+        except Exception as e: self.error(f"restart {self.spent}", e)  # the next check finds it gone
+        finally: self.last_restart, self.samples = time.monotonic(), []
         return True
 
-    def run(self, stop):
-        "Check every `interval` seconds until the event `stop` is set or restarts are spent."
-        while not stop.wait(self.interval) and self.check(): pass
+    def run(self, stop:threading.Event # set it to stop watching
+           ):
+        "Check every `interval` seconds until `stop` is set or it gives up; ended any other way, it gives up too."
+        self._stop = stop
+        try:
+            while not stop.wait(self.interval) and self.check(): pass
+        except Exception as e: self.give_up(f"the watchdog failed: {type(e).__name__}: {e}")
+        finally:
+            if not (stop.is_set() or self.gave_up): self.give_up("the watchdog ended without a reason")
 
     def collect(self):
-        "The restart count, as a Prometheus counter (register the watchdog in a registry)."
+        "Restarts and errors, as Prometheus counters (register the watchdog in a registry)."
         from prometheus_client.core import CounterMetricFamily
-        yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog",
+        yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog (failed ones too)",
                                   value=self.restarts)
+        yield CounterMetricFamily("llm_nb_watchdog_errors", "exceptions the watchdog met in a check or a restart",
+                                  value=self.errors)
 
 # %% ../nbs/43_monitor.ipynb #m0000082
 def watchdog_for(cfg, # the run's config (`monitor.watchdog*`, `monitor.rss_limit_gib`)
@@ -506,17 +560,17 @@ def watchdog_for(cfg, # the run's config (`monitor.watchdog*`, `monitor.rss_limi
     if not mc.watchdog: return None
     return Watchdog(server, int(mc.rss_limit_gib * 2**30), mc.watchdog_growth_mib_s * 2**20, mc.watchdog_window,
                     mc.watchdog_interval_s, mc.watchdog_backoff_s, mc.watchdog_max_restarts,
-                    run.stage_dir("monitor")/"watchdog.log", cfg.serve.startup_timeout)
+                    run.stage_dir("monitor")/"watchdog.log", cfg.serve.startup_timeout, mc.watchdog_quiet_s)
 
 @contextlib.contextmanager
 def watchdog_running(cfg, run, server):
-    "`watchdog_for` checking `server` in a thread around the block; yields it (None when off)."
+    "`watchdog_for` checking `server` in a thread (its `thread`) around the block; yields it (None when off)."
     wd = watchdog_for(cfg, run, server)
     if wd is None:
         yield None
         return
     stop = threading.Event()
-    t = threading.Thread(target=wd.run, args=(stop,), name="llm_nb-watchdog", daemon=True)
+    wd.thread = t = threading.Thread(target=wd.run, args=(stop,), name="llm_nb-watchdog", daemon=True)
     t.start()
     try: yield wd
     finally:
@@ -532,19 +586,29 @@ def _serving_line(server, wd, watch) -> str:
     if wd: parts.append(f"watchdog: restarts past {wd.limit / 2**30:g} GiB and growing, log {wd.log_path}")
     return "; ".join(parts)
 
+def _over_why(server, wd) -> str|None:
+    "Why serving is over for good (the watchdog gave up or ended; without one, the server exited); None if it is not."
+    if wd is None:
+        return None if server.proc.poll() is None else f"the server exited with {server.proc.returncode}"
+    if wd.gave_up: return f"the watchdog gave up: {wd.reason}"
+    if wd.thread is not None and not wd.thread.is_alive(): return "the watchdog thread ended without giving up"
+    return None
+
 def serve_watched(cfg, # the run's config (`serve`, `monitor`)
                   run, # the `Run` holding the export stage's files
                   stop:threading.Event, # set it to stop serving
-                  seconds:float|None=None # stop after this long (None: when `stop` is set)
+                  seconds:float|None=None, # stop after this long (None: when `stop` is set)
+                  server=None # the (not started) `Server`; None: `serve_exported`
                  ) -> int:
     "Serve the run's model with the configured watchdog and exporter until stopped: 0, or 1 if it went away."
-    from llm_nb.serve import serve_exported
-    server, deadline = serve_exported(cfg, run), time.monotonic() + (seconds if seconds is not None else float("inf"))
+    server = serve_exported(cfg, run) if server is None else server
+    deadline = time.monotonic() + (seconds if seconds is not None else float("inf"))
     with server.start(cfg.serve.startup_timeout), watchdog_running(cfg, run, server) as wd, \
          watch_server(cfg, run, server, wd) as watch:
         print(_serving_line(server, wd, watch), flush=True)
         while not stop.wait(min(1.0, max(0.0, deadline - time.monotonic()))) and time.monotonic() < deadline:
-            if server.proc.poll() is not None and (wd is None or wd.gave_up):
-                print(f"serve: the server exited with {server.proc.returncode}; log tail:\n{server.log_tail()}")
+            if why := _over_why(server, wd):
+                print(f"serve: {why}", flush=True)
+                print(f"serve: the server's log tail:\n{server.log_tail()}", flush=True)
                 return 1
     return 0

@@ -4,14 +4,12 @@
 
 # %% ../nbs/90_pipeline.ipynb #b6ad92b0
 from __future__ import annotations
-import argparse, contextlib, json, os, signal, sys, threading, time
+import errno, json, os, time, traceback
 from pathlib import Path
-import httpx, yaml
-from fastcore.imports import in_ipython
-from .config import Config, ConfigError, load_config, demo_config_path, check_paths, expand
-from .run import Run, is_main_process, timed_stage
-from .version import (code_sha256, dvc_init, dvc_stage, format_lineage, git_lfs_track, lineage, remote_warnings,
-                            sections_read, reached_code, stage_key, stale_reasons, stamp, write_dvc_files)
+from .config import Config, ConfigError, load_config, check_paths, expand
+from .run import Run, RunError, disk_space, is_main_process, run_folder, timed_stage
+from .version import (code_sha256, dvc_init, dvc_stage, git_lfs_track, remote_warnings, sections_read,
+                            reached_code, stage_key, stale_reasons, stamp, write_dvc_files)
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean import run_clean
@@ -22,13 +20,12 @@ from .train import run_train
 from .evaluate import run_evaluate
 from .export import run_export
 from .serve import serve_exported, served_files
-from .bench import BenchFailed, run_bench
+from .bench import BenchFailed, run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'WEIGHT_STAGES', 'DESCRIPTION', 'run_serve_bench',
-           'compare_engines', 'stage_status', 'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc', 'dvc_cli',
-           'bench_cli', 'serve_cli', 'exporter_cli', 'lineage_cli', 'doctor_cli', 'main', 'launch_cli']
+__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'WEIGHT_STAGES', 'run_serve_bench', 'compare_engines',
+           'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc']
 
 # %% ../nbs/90_pipeline.ipynb #5b8f1c48
 @timed_stage("serve")
@@ -62,8 +59,6 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
                     results:dict # {label: summary} already measured, e.g. the main engine's
                    ) -> dict:
     "Benchmark `serve.compare`'s engines on the run's prompts; write bench/compare.{md,png}; record `compare`."
-    from llm_nb.bench import bench_server, compare_table, plot_compare
-    from llm_nb.serve import vllm_python
     results, skipped, out = dict(results), {}, run.stage_dir("bench")
     for engine in cfg.serve.compare:
         if any(label.split()[0] == engine for label in results): continue  # measured already (the main engine)
@@ -103,12 +98,10 @@ def _dvc_caches(cfg:Config, s:str) -> bool:
 # %% ../nbs/90_pipeline.ipynb #625b784d
 def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict:
     "Add the stages run and skipped, their seconds and the total to report.json; returns the summary."
-    times = {s: run.timings[STAGES[s].stage] for s in ran}
-    rep = run.report() if (run.dir/"report.json").exists() else {}
-    rep["summary"] = dict(stages_run=ran, stages_skipped=skipped, seconds=times, total_s=round(total_s, 2),
-                          run_dir=str(run.dir))
-    (run.dir/"report.json").write_text(json.dumps(rep, indent=2, ensure_ascii=False))
-    return rep["summary"]
+    summary = dict(stages_run=ran, stages_skipped=skipped, seconds={s: run.timings[STAGES[s].stage] for s in ran},
+                   total_s=round(total_s, 2), run_dir=str(run.dir))
+    run.update_json("report.json", lambda rep: rep.__setitem__("summary", summary))
+    return summary
 
 # %% ../nbs/90_pipeline.ipynb #ps000001
 def stage_status(cfg:Config, run:Run, s:str) -> tuple[dict|None, list[str]]:
@@ -116,6 +109,19 @@ def stage_status(cfg:Config, run:Run, s:str) -> tuple[dict|None, list[str]]:
     fn = STAGES[s]
     key = stage_key(cfg, run, fn, [STAGES[u].stage for u in STAGE_READS.get(s, [])])
     return key, stale_reasons(run, fn.stage, key)
+
+class StageFailed(RunError):
+    "A stage raised: the message names the stage, its folder, where the traceback went, and a full disk's space."
+
+def stage_failed(run:Run, s:str, e:Exception) -> StageFailed:
+    "The `StageFailed` for stage `s` of `run` raising `e`; its traceback goes to logs/<stage>.traceback.txt if it can."
+    folder, tb = run.dir/STAGE_FOLDERS.get(s, [s])[0], run.dir/"logs"/f"{s}.traceback.txt"
+    try: tb.parent.mkdir(exist_ok=True), tb.write_text("".join(traceback.format_exception(e)))
+    except OSError: tb = None  # the disk is full, say
+    full = (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
+    what = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}" + (f"; its disk has {disk_space(folder)}" if full else "")
+    return StageFailed(f"stage {s} failed in {folder}: {what} ("
+                       + (f"the traceback is in {tb})" if tb else "--debug shows the traceback)"))
 
 def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
     "Run stage `s` unless its recorded result still holds (or `forced_by` says why it runs anyway); True if it ran."
@@ -125,7 +131,9 @@ def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
         print(f"{s}: skipped: code, config, inputs and outputs unchanged since it ran (--force runs it)")
         return False
     if is_main_process(): print(f"{s}: runs: {'; '.join(why)}")
-    fn(cfg, run)
+    try: fn(cfg, run)
+    except (ConfigError, RunError, BenchFailed): raise  # they say what is wrong already
+    except Exception as e: raise stage_failed(run, s, e) from e
     stamp(run, fn.stage, key)
     return True
 
@@ -134,12 +142,16 @@ def run_pipeline(cfg:Config, # the run's config
                  stages:list[str]|None=None, # names from `STAGES` (default: all), run in pipeline order
                  force:bool=False # run every chosen stage, even those whose result still holds
                 ) -> Run:
-    "Run `stages` on `cfg`, skipping those whose recorded result still holds; returns the `Run`."
+    "Run `stages` on `cfg` holding the run folder's lock, skipping those whose recorded result still holds."
     stages = list(stages or STAGES)
     unknown = [s for s in stages if s not in STAGES]
     if unknown: raise ConfigError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
     check_paths(cfg)
-    run = Run.create(cfg)
+    if not is_main_process(): return _run_stages(cfg, Run.create(cfg), stages, force)  # rank 0 holds the lock
+    with Run(run_folder(cfg), cfg).lock(): return _run_stages(cfg, Run.create(cfg), stages, force)
+
+def _run_stages(cfg:Config, run:Run, stages:list[str], force:bool) -> Run:
+    "Run or skip each of `stages` in pipeline order; rank 0 writes the summary. Returns `run`."
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1  # every rank must take the same path
     forced_by = "--force" if force else "a launched job runs every stage it is given" if launched else None
     t0, ordered = time.perf_counter(), [s for s in STAGES if s in stages]
@@ -171,7 +183,7 @@ def config_inputs(cfg:Config, # the config
 # %% ../nbs/90_pipeline.ipynb #dv000004
 def _run_dir_in(cfg:Config, project:Path) -> str:
     "The run folder relative to the DVC project; a ConfigError when it is outside (DVC versions what is inside)."
-    d = Path(cfg.run.root).expanduser()/cfg.run.name
+    d = run_folder(cfg)
     if not d.is_absolute(): return str(d)
     try: return str(d.resolve().relative_to(Path(project).resolve()))
     except ValueError: raise ConfigError(f"run.root: {cfg.run.root!r} is outside the DVC project {project}: "
@@ -203,239 +215,3 @@ def write_dvc(cfg:Config, # the config the stages run on (written as params.yaml
     dvc_init(project, cfg.dvc)
     lfs = [f"{_run_dir_in(cfg, project)}/{s}" for s in WEIGHT_STAGES if s in stages and not _dvc_caches(cfg, s)]
     return files + ([git_lfs_track(project, lfs)] if lfs else [])
-
-def dvc_cli(config:str, # the config file
-            project:str|None # the DVC project (default: here)
-           ) -> int:
-    "`llm_nb dvc CONFIG [--project DIR]`: write the DVC files and say what runs them."
-    project = Path(project or ".").resolve()
-    files = write_dvc(load_config(Path(config)), project)
-    print(f"wrote {', '.join(f.name for f in files)} in {project}: `dvc repro` runs what changed, "
-          "`dvc push` stores the data on the remote (write them again after changing the config or llm_nb)")
-    return 0
-
-# %% ../nbs/90_pipeline.ipynb #df6e554e
-def _parse_sets(sets:list[str]) -> dict:
-    "`['a.b=1', ...]` → `{'a.b': 1}` with YAML typing of the values."
-    out = {}
-    for s in sets or []:
-        if "=" not in s: raise ConfigError(f"--set {s!r}: expected key=value")
-        k, v = s.split("=", 1)
-        out[k.strip()] = yaml.safe_load(v)
-    return out
-
-# %% ../nbs/90_pipeline.ipynb #1f6471d8
-def _auth_headers(api_key_env:str) -> dict:
-    "The Authorization header for the key in the env var `api_key_env` (none when it is empty)."
-    if not api_key_env: return {}
-    if not os.environ.get(api_key_env): raise ConfigError(f"--api-key-env {api_key_env}: not set in the environment")
-    return {"Authorization": f"Bearer {os.environ[api_key_env]}"}
-
-def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
-              sets:dict # dotted-key overrides from --set
-             ) -> int:
-    "`llm_nb bench`: load-test a server that is already running; print the summary table."
-    from llm_nb.bench import benchmark, check_error_rate, format_summary
-    from llm_nb.model import load_tokenizer
-    cfg = load_config(Path(a.config) if a.config else {}, **sets)
-    if cfg.bench.dataset == "text":
-        raise ConfigError("bench.dataset=text needs a run's held-out split: "
-                          "use --set bench.dataset=random or a JSONL file of prompts")
-    headers, tok = _auth_headers(a.api_key_env), load_tokenizer(a.tokenizer)
-    model = a.model or _first_served_model(a.base_url, headers)
-    m = benchmark(a.base_url, cfg.bench, tok, Path(a.out), headers, model)
-    print(format_summary(m))
-    print(f"results: {Path(a.out)/'results.json'}, {Path(a.out)/'bench.png'}")
-    check_error_rate(m, cfg.bench.max_error_rate)
-    return 0 if m["completed"] else 1
-
-# %% ../nbs/90_pipeline.ipynb #25cfe038
-def _first_served_model(base_url:str, headers:dict) -> str:
-    "The first model name the server lists; a ConfigError naming --model when it lists none or cannot be asked."
-    from llm_nb.bench import served_models
-    try: names = served_models(base_url, headers)
-    except (httpx.HTTPError, KeyError, ValueError) as e:
-        raise ConfigError(f"{base_url}/v1/models: {type(e).__name__}: {e}; pass --model NAME") from None
-    if not names: raise ConfigError(f"{base_url}/v1/models lists no model: pass --model NAME")
-    return names[0]
-
-# %% ../nbs/90_pipeline.ipynb #sv900002
-def _serve_parser(sub):
-    "The `llm_nb serve` and `llm_nb exporter` subcommands' arguments."
-    s = sub.add_parser("serve", help="serve a run's exported model until stopped, watched as its monitor section says")
-    e = sub.add_parser("exporter", help="a run's metrics for Prometheus (host, GPUs, training series) until stopped")
-    for p in (s, e):
-        p.add_argument("config")
-        p.add_argument("--seconds", type=float, help="stop after this long (default: at Ctrl-C or SIGTERM)")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    e.add_argument("--port", type=int, help="default: monitor.exporter_port (0: any free port)")
-    e.add_argument("--host", default="127.0.0.1", help="the address to bind (0.0.0.0 for a Prometheus elsewhere)")
-
-@contextlib.contextmanager
-def _until_stopped():
-    "An event that SIGTERM sets while the block runs (in the main thread), so a service stops as on Ctrl-C."
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    before = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try: yield stop
-    finally: signal.signal(signal.SIGTERM, before)
-
-# %% ../nbs/90_pipeline.ipynb #sv900004
-def serve_cli(a:argparse.Namespace, # the parsed `llm_nb serve` arguments
-              sets:dict # dotted-key overrides from --set
-             ) -> int:
-    "`llm_nb serve CONFIG`: serve the run's exported model until stopped; 1 when the server went away for good."
-    from llm_nb.monitor import serve_watched
-    cfg = load_config(Path(a.config), **sets)
-    if not (d := Path(cfg.run.root)/cfg.run.name/"export").is_dir():
-        raise ConfigError(f"serve: {d} does not exist: run the pipeline through export first (llm_nb run {a.config})")
-    with _until_stopped() as stop:
-        try: return serve_watched(cfg, Run(d.parent, cfg), stop, a.seconds)
-        except KeyboardInterrupt: return 0  # Ctrl-C: the blocks above stopped what they started
-
-def exporter_cli(a:argparse.Namespace, # the parsed `llm_nb exporter` arguments
-                 sets:dict # dotted-key overrides from --set
-                ) -> int:
-    "`llm_nb exporter CONFIG`: serve the host, GPU and training metrics of the config's run until stopped."
-    from llm_nb.monitor import TrainingCollector, start_exporter
-    cfg = load_config(Path(a.config), **sets)
-    series = Path(cfg.run.root)/cfg.run.name/"train"/"series.jsonl"
-    port = cfg.monitor.exporter_port if a.port is None else a.port
-    exp, addr = start_exporter({}, port, a.host, [TrainingCollector(series, cfg.run.name)])
-    print(f"exporter: http://{addr}/metrics (the host, GPUs, and {series} as it grows)", flush=True)
-    with _until_stopped() as stop:
-        try: stop.wait(a.seconds)
-        except KeyboardInterrupt: pass
-    exp.shutdown()
-    return 0
-
-# %% ../nbs/90_pipeline.ipynb #5a1c0e07
-def _launch_parser(sub):
-    "The `llm_nb launch` subcommand's arguments."
-    p = sub.add_parser("launch", help="the train stage on nodes x processes: an sbatch script, or the command")
-    p.add_argument("config")
-    p.add_argument("--launcher", choices=["torchrun", "deepspeed", "accelerate"])
-    for name in ("--nnodes", "--nproc-per-node", "--gpus-per-node", "--master-port"): p.add_argument(name, type=int)
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--sbatch", metavar="PATH", help="write the sbatch script here")
-    out.add_argument("--print", action="store_true", help="print the command for each node (the default)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-
-# %% ../nbs/90_pipeline.ipynb #eea66edf
-DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
-
-def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, dvc, bench, serve, exporter and launch."
-    ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
-    ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    demo = sub.add_parser("demo", help="run the shipped demo config end to end")
-    demo.add_argument("--root")
-    demo.add_argument("--name")
-    run = sub.add_parser("run", help="run a config")
-    run.add_argument("config")
-    for p in (demo, run):
-        p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)}")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-        p.add_argument("--force", action="store_true", help="run every chosen stage, even those whose result holds")
-    sub.add_parser("check", help="validate a config").add_argument("config")
-    sub.add_parser("env", help="hardware/software report and recommendations")
-    sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
-    sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
-        "config", nargs="?", help="default: the demo config")
-    d = sub.add_parser("dvc", help="write dvc.yaml, params.yaml and code.yaml for a config; `dvc repro` runs them")
-    d.add_argument("config")
-    d.add_argument("--project", help="the DVC project folder (default: here)")
-    _bench_parser(sub)
-    _serve_parser(sub)
-    _launch_parser(sub)
-    return ap
-
-def _bench_parser(sub):
-    "The `llm_nb bench` subcommand's arguments."
-    b = sub.add_parser("bench", help="benchmark a running OpenAI-compatible server "
-                                     "(bench section of --config, or the defaults)")
-    b.add_argument("base_url", help="e.g. http://127.0.0.1:8080")
-    b.add_argument("--tokenizer", required=True, help="the served model's tokenizer: a local folder or hub id")
-    b.add_argument("--config")
-    b.add_argument("--model", help="model name sent in requests (default: the first the server lists)")
-    b.add_argument("--api-key-env", default="", help="name of the env var holding the API key")
-    b.add_argument("--out", default="bench-results", help="folder for results.json and bench.png")
-    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. bench.max_concurrency=8")
-
-# %% ../nbs/90_pipeline.ipynb #ps000010
-def lineage_cli(file:str) -> int:
-    "`llm_nb lineage FILE`: print where the file came from; a ConfigError when it is not a run's recorded file."
-    try: print(format_lineage(lineage(Path(file))))
-    except (FileNotFoundError, ValueError) as e: raise ConfigError(f"lineage: {e}") from None
-    return 0
-
-def doctor_cli(config:str|None) -> int:
-    "`llm_nb doctor [CONFIG]`: print every check's verdict; exit status 1 when one fails."
-    from llm_nb.doctor import doctor
-    verdicts = doctor(Path(config) if config else None)
-    print("\n".join(map(str, verdicts)))
-    return int(any(v.status == "fail" for v in verdicts))
-
-# %% ../nbs/90_pipeline.ipynb #a1ed1cc4
-def _run_command(a:argparse.Namespace) -> int:
-    "Carry out the parsed command; ConfigErrors propagate to `main`."
-    if a.cmd == "env":
-        from llm_nb.env import env_report, recommend
-        rep = env_report()
-        print(json.dumps(dict(report=rep, recommend=recommend(rep)), indent=2))
-        return 0
-    if a.cmd == "check":
-        check_paths(load_config(Path(a.config)))
-        print(f"{a.config}: OK")
-        return 0
-    if a.cmd == "lineage": return lineage_cli(a.file)
-    if a.cmd == "doctor": return doctor_cli(a.config)
-    if a.cmd == "dvc": return dvc_cli(a.config, a.project)
-    sets = _parse_sets(a.set)
-    if a.cmd == "bench": return bench_cli(a, sets)
-    if a.cmd == "launch": return launch_cli(a)
-    if a.cmd == "serve": return serve_cli(a, sets)
-    if a.cmd == "exporter": return exporter_cli(a, sets)
-    if a.cmd == "demo":
-        sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
-    cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)
-    run_pipeline(cfg, a.stages.split(",") if a.stages else None, force=a.force)
-    return 0
-
-def main(argv:list[str]|None=None) -> int:
-    "The `llm_nb` command: exit status 0; 1 when a benchmark failed, 2 for a config problem, with one error line."
-    a = _parser().parse_args(argv)
-    try: return _run_command(a)
-    except ConfigError as e:
-        print(f"llm_nb: error: {e}", file=sys.stderr)
-        return 2
-    except BenchFailed as e:
-        print(f"llm_nb: error: benchmark failed: {e}", file=sys.stderr)
-        return 1
-
-# %% ../nbs/90_pipeline.ipynb #5a1c0e02
-def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
-              ) -> int:
-    "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print the launch command of each node."
-    from llm_nb.launch import check_world, launch_argv, memory_line, shell_join, write_sbatch
-    world = ("launcher", "nnodes", "nproc_per_node", "gpus_per_node", "master_port")
-    sets = a.set + [f"launch.{k}={getattr(a, k)}" for k in world if getattr(a, k) is not None]
-    cfg = load_config(Path(a.config), **_parse_sets(sets))
-    check_world(cfg)
-    print(memory_line(cfg))
-    if a.sbatch:
-        print(f"wrote {write_sbatch(cfg, a.config, a.sbatch, sets)}: submit it with `sbatch {a.sbatch}`")
-        return 0
-    multi = cfg.launch.nnodes > 1
-    if multi: print("# on each node, with NODE_RANK (0, 1, ...), MASTER_ADDR (node 0) and HOSTFILE (deepspeed) set:")
-    print(shell_join(launch_argv(cfg, Path(a.config).resolve(), "$NODE_RANK" if multi else 0,
-                                 "$MASTER_ADDR" if multi else "127.0.0.1", hostfile="$HOSTFILE" if multi else None,
-                                 sets=sets)))
-    return 0
-
-# %% ../nbs/90_pipeline.ipynb #5a1c0e05
-if __name__ == "__main__" and not in_ipython(): sys.exit(main())

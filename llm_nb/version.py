@@ -175,7 +175,7 @@ def stamp(run:Run, # the run folder
          ) -> None:
     "Store `key` in the stage's manifest entry (a bare entry if the stage recorded none)."
     entry = stages_recorded(run).get(name, dict(inputs={}, outputs={}, counts={}))
-    run._update("manifest.json", name, dict(entry, cache=key))
+    run.set_entry("manifest.json", name, dict(entry, cache=key))
 
 # %% ../nbs/13_version.ipynb #vr000026
 def find_run_dir(path:Path # a file inside a run folder

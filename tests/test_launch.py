@@ -8,7 +8,7 @@ from llm_nb.launch import launch_argv, write_sbatch
 from llm_nb.testing import run_until
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = ["-m", "llm_nb.pipeline", "run", "c.yaml", "--stages", "train"]
+TRAIN = ["-m", "llm_nb.cli", "run", "c.yaml", "--stages", "train"]
 
 
 @pytest.mark.parametrize("nnodes, nproc", [(1, 2), (2, 1)])
@@ -49,10 +49,10 @@ def test_two_node_argv(launcher, expected):
 
 
 def test_module_takes_deepspeeds_local_rank(tmp_path):
-    "Ranks run `python -m llm_nb.pipeline`; DeepSpeed's launcher puts `--local_rank=N` before the subcommand."
+    "Ranks run `python -m llm_nb.cli`; DeepSpeed's launcher puts `--local_rank=N` before the subcommand."
     cfg = tmp_path/"c.yaml"
     cfg.write_text("train: {max_steps: 3}\n")
-    r = subprocess.run([sys.executable, "-m", "llm_nb.pipeline", "--local_rank=1", "check", str(cfg)],
+    r = subprocess.run([sys.executable, "-m", "llm_nb.cli", "--local_rank=1", "check", str(cfg)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith(": OK"), r.stderr
 

@@ -58,7 +58,7 @@ def test_llm_nb_serve_restarts_a_killed_server_and_stops_on_sigterm(exported_run
         "monitor.watchdog_interval_s": 0.5, "monitor.watchdog_backoff_s": 0.1})))
     log = run.dir/"monitor"/"watchdog.log"
     log.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "llm_nb.pipeline", "serve", str(cfg)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "llm_nb.cli", "serve", str(cfg)], stdout=subprocess.PIPE,
                             text=True)
     try:
         line = proc.stdout.readline()

@@ -99,9 +99,15 @@ def test_binds_loopback_by_default(exported_run):
     srv = serve_exported(exported_run.cfg, exported_run)
     assert srv.cmd[srv.cmd.index("--host") + 1] == "127.0.0.1"
 
-def test_all_interfaces_without_a_key_is_refused(exported_run, capsys):
-    with pytest.raises(ConfigError, match=r"serve.host='0.0.0.0' listens beyond this machine without an API key"):
-        serve_exported(cfg_of(exported_run, **{"serve.host": "0.0.0.0"}), exported_run)
+def test_all_interfaces_without_a_key_is_refused():
+    "Refused when the config is loaded, naming the key, long before any server starts; allowed with a key or on purpose."
+    with pytest.raises(ConfigError, match=r"^<yaml>:1: serve: .*serve.host='0.0.0.0' listens beyond this machine "
+                                          r"without an API key"):
+        load_config("serve: {host: 0.0.0.0}\n")
+    assert load_config({"serve": {"host": "0.0.0.0", "api_key_env": "LLM_NB_TEST_KEY"}}).serve.host == "0.0.0.0"
+    assert load_config({"serve": {"host": "0.0.0.0", "allow_no_key": True}}).serve.allow_no_key
+
+def test_all_interfaces_on_purpose_is_served_and_said(exported_run, capsys):
     srv = serve_exported(cfg_of(exported_run, **{"serve.host": "0.0.0.0", "serve.allow_no_key": True}), exported_run)
     assert srv.cmd[srv.cmd.index("--host") + 1] == "0.0.0.0" and srv.api_key is None
     assert "without an API key (serve.allow_no_key)" in capsys.readouterr().out

@@ -10,7 +10,8 @@ neither Quarto nor a CDN:
 - after every `#| export` cell come the API docs of what it defines (nbdev's `show_doc`, rendered at build time);
 - `#| hide` and `#| default_exp` cells are left out and `#|` lines dropped; links to notebooks point at pages;
 - every page has a bar of links to all pages; widgets are drawn by @jupyter-widgets/html-manager with RequireJS,
-  downloaded once from the npm registry (pinned versions, checked against the registry's sha1), cached in
+  fetched once with `npm pack` (pinned versions, checked against the registry's sha1; node comes with
+  tools/install.sh --dev), cached in
   ~/.cache/llm_nb/docs-js and served from the site's static/ folder; other remote scripts (MathJax) are dropped.
 With --check, Chromium (Playwright, `executable_path` = `which chromium`) opens every page from an HTTP server on
 127.0.0.1 and fails on a JavaScript error, a request to another host, an image that does not load, a local link to
@@ -31,14 +32,17 @@ REMOTE_SCRIPT = re.compile(r"<script[^>]*\ssrc=\"https?://[^\"]*\"[^>]*>\s*</scr
 
 
 def fetch_js(name:str) -> Path:
-    "One of JS, from the cache or the npm registry (tarball checked against its sha1)."
+    "One of JS, from the cache or through `npm pack` (tarball checked against its sha1)."
     pkg, version, sha1, member = JS[name]
     out = CACHE/f"{version}-{name}"
     if out.exists(): return out
-    import httpx
-    url = f"https://registry.npmjs.org/{pkg}/-/{pkg.split('/')[-1]}-{version}.tgz"
-    data = httpx.get(url, timeout=60, follow_redirects=True).raise_for_status().content
-    if hashlib.sha1(data).hexdigest() != sha1: raise RuntimeError(f"{url}: sha1 is not {sha1}")
+    import subprocess, tempfile
+    with tempfile.TemporaryDirectory() as d:  # npm, the ordinary client, fetches the package's tarball
+        r = subprocess.run(["npm", "pack", f"{pkg}@{version}", "--pack-destination", d, "--silent"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode: raise RuntimeError(f"npm pack {pkg}@{version} failed: {r.stderr.strip()}")
+        data = (Path(d)/r.stdout.strip().splitlines()[-1]).read_bytes()
+    if hashlib.sha1(data).hexdigest() != sha1: raise RuntimeError(f"npm pack {pkg}@{version}: sha1 is not {sha1}")
     with tarfile.open(fileobj=io.BytesIO(data)) as t: js = t.extractfile(member).read()
     CACHE.mkdir(parents=True, exist_ok=True)
     out.write_bytes(js)

@@ -55,13 +55,15 @@ echo "llama-server: $server"
 $PIP install -q -e ".[$extras]"
 # Debian packages the tests use: Prometheus + promtool (the monitor tests scrape and check rules with them),
 # Tesseract with English and Simplified Chinese (OCR of scanned PDF pages), Chromium (JupyterLab in a real
-# browser), Git LFS (model files in Git) and Noto CJK fonts (Chinese text). --dev, as root, where apt is.
+# browser), Git LFS (model files in Git), Noto CJK fonts (Chinese text) and npm (the docs' widget JavaScript).
+# --dev, as root, where apt is.
 apt_need=()
 command -v promtool >/dev/null 2>&1 || apt_need+=(prometheus)
 command -v tesseract >/dev/null 2>&1 || apt_need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim)
 command -v chromium >/dev/null 2>&1 || apt_need+=(chromium)  # the real-browser check drives it with Playwright
 git lfs version >/dev/null 2>&1 || apt_need+=(git-lfs)  # dvc.model_files: git-lfs, and its test
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || apt_need+=(fonts-noto-cjk)  # Chinese in plots and in the test scans
+command -v npm >/dev/null 2>&1 || apt_need+=(npm)  # tools/docs.py takes the widget JavaScript with `npm pack`
 if [ "${1:-}" = "--dev" ] && [ ${#apt_need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get install -y -q "${apt_need[@]}" >/dev/null 2>&1 \

@@ -10,7 +10,7 @@
 #   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
 #   6. pytest tests/ passes (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
 # then print how literate the notebooks read (tools/nb_metrics.py: information, not a gate)
-# and one closing line: "test: N passed, N failed".
+# and one closing line: "test: N passed, N failed, N skipped", after the skips with their reasons.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
@@ -23,6 +23,9 @@ fi
 export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
 passed=0
 failed=0
+phases=()
+t_phase=$(date +%s)
+phase() { local now; now=$(date +%s); phases+=("$1 $((now - t_phase))s"); t_phase=$now; }  # name: seconds since the last
 check() { # name, command...
   local name=$1; shift
   if "$@"; then passed=$((passed+1)); echo "ok: $name"; else failed=$((failed+1)); echo "FAILED: $name"; fi
@@ -34,6 +37,7 @@ clean_nbs() { nbdev_clean && git diff --quiet -- nbs \
 check "module in sync with notebooks" in_sync
 check "README.md in sync with index.ipynb" python tools/readme.py --check
 check "notebooks clean" clean_nbs
+phase "sync checks"
 
 # the notebooks that train, evaluate, export or serve a model (a pipeline run each: 3-8 minutes, 80% of the
 # notebooks' time) run in the real kernel only (step 4), which runs every cell nbdev_test would and the `#| gpu`
@@ -54,6 +58,7 @@ nb_failed=$(awk '/nbdev Tests Failed On The Following Notebooks/{f=1;next} f && 
 if ! grep -q "^Success" "$nb_log" && [ "$nb_failed" -eq 0 ]; then nb_failed=$nb_inproc; fi
 passed=$((passed + nb_inproc - nb_failed)); failed=$((failed + nb_failed))
 echo "notebooks: $((nb_inproc - nb_failed)) of $nb_inproc ran top to bottom in-process (nbdev_test)"
+phase "nbdev_test"
 
 # every notebook in a real kernel; one test per notebook
 kernel_log=$(mktemp)
@@ -63,21 +68,27 @@ k_ok=$(grep -c '^ok: .* in a real kernel' "$kernel_log" || true)
 k_failed=$((nb_total - k_ok))
 passed=$((passed + k_ok))
 failed=$((failed + k_failed))
+phase "real kernel"
 
 # the docs site, from the notebooks just run (outputs, plots, widget state), rendered page by page in Chromium
 check "docs site built offline and rendered in Chromium" python tools/docs.py --check
+phase "docs"
 
 # pytest
 py_log=$(mktemp)
-python -m pytest tests/ -q -p no:cacheprovider --durations=20 2>&1 | tee "$py_log"; rc=${PIPESTATUS[0]}
-summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$py_log" | tail -1)
+python -m pytest tests/ -q -rs -p no:cacheprovider --durations=20 2>&1 | tee "$py_log"; rc=${PIPESTATUS[0]}
+summary=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)' "$py_log" | tail -1)
+py_skipped=$(echo "$summary" | grep -Eo '[0-9]+ skipped' | grep -Eo '[0-9]+' || true); py_skipped=${py_skipped:-0}
 py_passed=$(echo "$summary" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || true); py_passed=${py_passed:-0}
 py_failed=$(echo "$summary" | grep -Eo '[0-9]+ (failed|errors?)' | grep -Eo '[0-9]+' | awk '{s+=$1} END{print s+0}')
 if [ "$rc" -eq 5 ]; then echo "pytest collected no test"; py_failed=$((py_failed + 1)); fi
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "${py_failed:-0}" -eq 0 ]; then py_failed=1; fi
 passed=$((passed + py_passed)); failed=$((failed + ${py_failed:-0}))
+phase "pytest"
 
 echo "--- how the notebooks read (information, not a gate) ---"
 python tools/nb_metrics.py || true
-echo "test: $passed passed, $failed failed"
+echo "phases: $(IFS=,; echo "${phases[*]}" | sed 's/,/, /g')"
+if [ "$py_skipped" -gt 0 ]; then echo "skipped (pytest -rs says why; under CI a skip is a failure):"; grep '^SKIPPED' "$py_log"; fi
+echo "test: $passed passed, $failed failed, $py_skipped skipped"
 [ "$failed" -eq 0 ]
