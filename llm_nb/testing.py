@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_testing.ipynb #e905f175
 from __future__ import annotations
-import atexit, collections, json, shutil, socket, sys, tempfile, threading, time, urllib.parse
+import atexit, collections, json, os, shutil, socket, sys, tempfile, threading, time, urllib.parse
 from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,8 +12,9 @@ from .config import Config, demo_config, load_config
 from .run import Run
 
 # %% auto #0
-__all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'send_json', 'send_event', 'StandIn',
-           'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
+__all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have', 'send_json',
+           'send_event', 'StandIn', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
+           'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -30,6 +31,20 @@ def run_until(stage:str, # the stage under test: every stage before it is run
     run = Run.create(load_config(base, **{**overrides, "run.root": root}))
     for s in names[:names.index(stage)]: STAGES[s](run.cfg, run)
     return run
+
+# %% ../nbs/04_testing.ipynb #te000002
+class MissingComponent(RuntimeError):
+    "A real component is missing where CI must have it."
+
+def have(what:str, # the component, e.g. "promtool"
+         found, # a truthy value where it is installed (a path from `shutil.which`, a Path that exists, ...)
+         fix:str # how to install it
+        ) -> bool:
+    "Whether `found`; if not, print one `skipped:` line naming `what` and `fix`, or under CI raise `MissingComponent`."
+    if found: return True
+    if os.environ.get("CI"): raise MissingComponent(f"{what} is not installed under CI, where it must be: {fix}")
+    print(f"skipped: {what} is not installed here ({fix}): the cells that need it step aside")
+    return False
 
 # %% ../nbs/04_testing.ipynb #d4c695e3
 def send_json(h:BaseHTTPRequestHandler, obj, status:int=200):
