@@ -408,11 +408,11 @@ def run_evaluate(cfg, run) -> dict:
     "Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks → lm_eval.{json,md,png}."
     from datasets import load_from_disk
     from peft import PeftModel
-    from llm_nb.model import load_model, load_tokenizer
+    from llm_nb.model import base_model_path, load_model, load_tokenizer
     ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.dir/"train"/"adapter"
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     _check_eval(ec, len(ds))
-    base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    base = base_model_path(run.dir)
     tok = load_tokenizer(base, cfg.model.trust_remote_code)
     tasks = write_stage_tasks(cfg, run, tok, out/"tasks")
     model = load_model(base, cfg.model, training=False)

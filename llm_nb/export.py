@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import save_figure, show_table, timed_stage
+from .model import base_model_path
 from .track import log_scores
 
 # %% auto #0
@@ -321,7 +322,7 @@ def run_export(cfg, # the run's config
     "train/adapter + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, verified → quality.*"
     ec = cfg.export
     out = run.stage_dir("export")
-    base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    base = base_model_path(run.dir)
     merged = merge_adapter(base, run.dir/"train"/"adapter", out/"merged", cfg.model)
     for w in kquant_warnings(json.loads((merged/"config.json").read_text()), ec.quants): print("warning:", w)
     files = _gguf_files(merged, out, ec)

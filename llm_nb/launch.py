@@ -179,12 +179,12 @@ def memory_line(cfg:Config # the run's config; its run folder's model/model.json
     "One line: the memory estimate of training as `cfg.launch` runs it, or why there is none yet."
     import json
     from transformers import AutoConfig
-    from llm_nb.model import launch_memory
+    from llm_nb.model import base_model_path, launch_memory
     mj = run_folder(cfg)/"model"/"model.json"
     if not mj.exists(): return f"memory: no estimate yet ({mj} is missing: run the model stage first)"
     info = json.loads(mj.read_text())
     if "params" not in info: return f"memory: no estimate ({info.get('lora_counts_skipped', 'no parameter counts')})"
-    conf = AutoConfig.from_pretrained(info["path"], trust_remote_code=cfg.model.trust_remote_code)
+    conf = AutoConfig.from_pretrained(base_model_path(mj.parent.parent), trust_remote_code=cfg.model.trust_remote_code)
     m = launch_memory(conf, dict(base=info["params"], trainable=info["trainable"], total=info["total"]), cfg)
     return (f"memory: ~{m['gpu_gib']:.3g} GiB per rank (GPU), ~{m['cpu_gib']:.3g} GiB RAM per node for what is "
             f"offloaded; not counted: {m['excludes']}")

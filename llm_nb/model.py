@@ -8,8 +8,8 @@ import json, math, re, shutil
 from collections import Counter
 from pathlib import Path
 import torch
-from .config import ConfigError
-from .run import timed_stage
+from .config import ConfigError, expand
+from .run import read_json, timed_stage
 
 # %% auto #0
 __all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS', 'SP_MIN_COVERAGE',
@@ -17,7 +17,7 @@ __all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIE
            'build_tiny_model', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings',
            'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
            'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory',
-           'run_model']
+           'run_model', 'base_model_path']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -375,10 +375,15 @@ def run_model(cfg, run) -> dict:
     src, tiny = run.dir/"clean"/"clean.parquet", mc.name_or_path == "tiny"
     path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed)) if tiny else mc.name_or_path
     conf = _model_config(path, mc)
-    info = _model_info(path, conf) | _lora_info(conf, cfg)
+    info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
     (out/"model.json").write_text(json.dumps(info, indent=2))
     extra = ("path", "lora", "memory_gib")  # settings and estimates go to the report, counts to the manifest too
     run.record("model", inputs=[src] if tiny else [], outputs=[out],
                counts={k: v for k, v in info.items() if k not in extra},
                result={k: info[k] for k in extra[1:] if k in info})
     return info
+
+def base_model_path(run_dir:Path # a run folder whose model stage ran
+                   ) -> str:
+    "The base model the model stage chose: a folder (`{run}` filled in) or a hub id, from `model/model.json`."
+    return str(expand(read_json(Path(run_dir)/"model"/"model.json")["path"], run_dir))

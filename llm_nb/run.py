@@ -113,6 +113,12 @@ def path(self:Run, template:str) -> Path:
     "A config path with `{run}` filled in."
     return expand(template, self.dir)
 
+@patch
+def portable(self:Run, path:str|Path) -> str:
+    "`path` with the run folder written `{run}` when it is inside it (`path` undoes it); other paths as they are."
+    try: return "{run}/" + Path(path).resolve().relative_to(self.dir.resolve()).as_posix()
+    except ValueError: return str(path)
+
 # %% ../nbs/02_run.ipynb #6f29ea57
 VERSIONED = ("llm_nb", "torch", "transformers", "peft", "datasets", "accelerate", "duckdb", "sentencepiece",
              "llama_cpp_python", "lm_eval")  # packages whose versions every manifest entry lists

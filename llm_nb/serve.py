@@ -10,6 +10,7 @@ import httpx
 from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
+from .model import base_model_path
 from .export import LLAMA_CPP_VERSION, cache_dir
 
 # %% auto #0
@@ -197,7 +198,7 @@ def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
                           "CPU build; on a GPU machine install the [serve] extra)")
     kw = dict(trust_remote_code=cfg.model.trust_remote_code, cpu=not cuda_available(), python=python)
     if sc.lora:
-        base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+        base = base_model_path(run.dir)
         more, rank = _more_loras(cfg, run)
         return vllm_cmd(base, sc, port, lora=run.dir/"train"/"adapter", lora_rank=rank, more_loras=more, **kw)
     if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)

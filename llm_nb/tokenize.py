@@ -4,14 +4,15 @@
 
 # %% ../nbs/21_tokenize.ipynb #c2a6817d
 from __future__ import annotations
-import json, math
+import hashlib, json, math
+from pathlib import Path
 import numpy as np
 from .config import ConfigError
-from .run import save_figure, timed_stage
+from .run import save_figure, sha256_file, timed_stage
 
 # %% auto #0
 __all__ = ['encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch', 'set_padding_side', 'length_bins',
-           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'run_tokenize']
+           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'save_split', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -179,15 +180,27 @@ def _write_split(out, lengths:np.ndarray, split:dict, tc) -> dict:
     save_figure(plot_lengths(lengths, split, length_bins(lengths, tc.length_bins)[1]), out/"lengths.png")
     return stats
 
+# %% ../nbs/21_tokenize.ipynb #tk000002
+def save_split(ds, # a `datasets.Dataset` of examples
+               folder:Path # where it goes (`save_to_disk`)
+              ) -> Path:
+    "Save `ds` to `folder` with its fingerprint pinned to a hash of its data files (the same rows, the same bytes)."
+    ds.save_to_disk(str(folder))
+    state = json.loads((folder/"state.json").read_text())
+    data = "".join(sha256_file(folder/f["filename"]) for f in state["_data_files"])
+    state["_fingerprint"] = hashlib.sha256(data.encode()).hexdigest()[:16]
+    (folder/"state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+    return folder
+
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
 @timed_stage("tokenize")
 def run_tokenize(cfg, run) -> dict:
     "clean/clean.parquet → tokenize/{train,eval} (datasets), split.json, lengths.png, tokenizer; token counts."
     from datasets import Dataset
-    from llm_nb.model import load_tokenizer
+    from llm_nb.model import base_model_path, load_tokenizer
     tc = cfg.tokenize
     src, out = run.dir/"clean"/"clean.parquet", run.stage_dir("tokenize")
-    model_path = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    model_path = base_model_path(run.dir)
     tok = set_padding_side(load_tokenizer(model_path, cfg.model.trust_remote_code), tc)
     ids = Dataset.from_parquet(str(src), columns=["text"]).map(
         tokenize_batch, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc, remove_columns=["text"],
@@ -197,7 +210,7 @@ def run_tokenize(cfg, run) -> dict:
     done = {name: _examples(ids.select(ix), tc, name) for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
-    for name, (ex, _) in done.items(): ex.save_to_disk(str(out/name))
+    for name, (ex, _) in done.items(): save_split(ex, out/name)
     tok.save_pretrained(str(out/"tokenizer"))
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"

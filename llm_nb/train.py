@@ -203,13 +203,13 @@ def _trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") 
     "A `GuardedTrainer` of the LoRA-wrapped base model on tokenize/train (and eval), with checkpoint markers."
     from datasets import load_from_disk
     from transformers import DataCollatorForLanguageModeling, set_seed
-    from llm_nb.model import load_model, load_tokenizer, add_lora
+    from llm_nb.model import add_lora, base_model_path, load_model, load_tokenizer
     from llm_nb.env import env_report, resolve_loading
     from llm_nb.tokenize import set_padding_side
     set_seed(cfg.run.seed)  # the adapter's random init too: the same seed, the same run
     rep = env_report()
     use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
-    base = json.loads((run.dir/"model"/"model.json").read_text())["path"]
+    base = base_model_path(run.dir)
     ds = deepspeed_config(cfg, pin_memory=not use_cpu)
     if ds: join_deepspeed(use_cpu)
     args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds, report_to)  # before the model

@@ -11,10 +11,10 @@ from .config import Config, ConfigError, to_yaml
 from .run import Run, json_sha256, sha256_file
 
 # %% auto #0
-__all__ = ['LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read', 'stages_recorded',
-           'file_sha256', 'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp', 'find_run_dir',
-           'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage', 'write_dvc_files',
-           'lfs_attributes', 'git_lfs_track']
+__all__ = ['PLACE_KEYS', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read',
+           'stages_recorded', 'file_sha256', 'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp',
+           'find_run_dir', 'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage',
+           'write_dvc_files', 'lfs_attributes', 'git_lfs_track']
 
 # %% ../nbs/13_version.ipynb #vr000007
 def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
@@ -130,18 +130,22 @@ def current_files(run:Run, # the run the keys are relative to
     return {k: file_sha256(Path(k) if Path(k).is_absolute() else run.dir/k, r) for k, r in recorded.items()}
 
 # %% ../nbs/13_version.ipynb #vr000019
+PLACE_KEYS = {"run": {"root", "name"}}  # where a run lives, not what it computes: left out of stage keys
+
 def stage_key(cfg:Config, # the run's config
               run:Run, # the run folder
               fn, # the stage runner (decorated by `timed_stage`)
               upstream:list[str] # manifest names of the stages whose outputs it reads
              ) -> dict|None:
     "What the stage's result depends on (code, config sections, earlier outputs, watched files); None: unknowable."
+    # nothing in it names the run folder (watched files inside it are written `{run}/...`), so a run can move
     watch = fn.watch(cfg, run) if getattr(fn, "watch", None) else []
     if watch is None: return None
     code, recorded = reached_code(fn), stages_recorded(run)
     earlier = {n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}
-    return dict(code=code_sha256(code), upstream=json_sha256(earlier), watch=json_sha256(watch),
-                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json")) for s in sections_read(code)})
+    return dict(code=code_sha256(code), upstream=json_sha256(earlier), watch=json_sha256(list(map(run.portable, watch))),
+                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json", exclude=PLACE_KEYS.get(s)))
+                        for s in sections_read(code)})
 
 # %% ../nbs/13_version.ipynb #vr000022
 def changed_files(run:Run, entry:dict, kind:str) -> list[str]:
