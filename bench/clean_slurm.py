@@ -10,14 +10,19 @@ ratio, and whether the three outputs are identical (llm_nb.clean_datatrove.outpu
 every row distinct (bench/_data.py), so that near dedup sees them all. Starts Slurm if it is not up (root), and stops
 it.
 
-    python bench/clean_slurm.py [--scale 4] [--distinct] [--threads 2] [--data CSV]
+Target: the outputs of 1 task and of 2 tasks are identical to the one-process run's (one line each; exit status 1
+when either differs). The speed ratios are information: no target is stated for them.
+`--smoke` runs the three on the first 500 reviews x2 and judges nothing (tools/bench_smoke.sh).
+
+    python bench/clean_slurm.py [--scale 4] [--distinct] [--threads 2] [--rows N] [--data CSV] [--smoke]
 
 CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
+Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import add_data_arg, corpus, make_input_in_child, sensitive_words
+from _data import Targets, add_data_arg, add_rows_arg, add_smoke_arg, corpus, make_input_in_child, sensitive_words
 
 SLURM_LOCAL = ["bash", str(Path(__file__).resolve().parents[1]/"tools"/"slurm_local.sh")]
 
@@ -56,8 +61,9 @@ def main():
     ap.add_argument("--scale", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2, help="DuckDB threads of the one-process run")
     ap.add_argument("--distinct", action="store_true", help="copies made distinct: nearly every row reaches near dedup")
-    add_data_arg(ap)
+    add_data_arg(ap); add_rows_arg(ap); add_smoke_arg(ap, "--rows 500 --scale 2")
     a = ap.parse_args()
+    if a.smoke: a.rows, a.scale = 500, 2
     csv = corpus(a.data, "clean_slurm")
     from llm_nb.config import load_config
     from llm_nb.run import Run
@@ -65,7 +71,8 @@ def main():
     started = slurm_up()
     try:
         with tempfile.TemporaryDirectory() as root:
-            info = make_input_in_child(Path(root)/"base"/"ingest"/"parts"/"input.parquet", a.scale, csv, a.distinct)
+            info = make_input_in_child(Path(root)/"base"/"ingest"/"parts"/"input.parquet", a.scale, csv, a.distinct,
+                                       a.rows)
             base = Run.create(load_config(None, **{"run.root": root, "run.name": "base",
                                                    "clean.sensitive_words": sensitive_words(50)}))
             slurm = {"clean.engine": "datatrove", "clean.executor": "slurm", "clean.threads": 1,
@@ -88,6 +95,10 @@ def main():
     print(f"slurm 1 task / 2 tasks: {wall['slurm_1'] / wall['slurm_2']:.2f}x; "
           f"slurm 2 tasks / duckdb one process: {wall['slurm_2'] / wall['duckdb']:.2f}x")
     print(f"outputs identical to the one-process run: {all(not d for d in diffs.values())} {diffs}")
+    t = Targets("clean_slurm", a.smoke)
+    for name, tasks in (("slurm_1", "1 Slurm task"), ("slurm_2", "2 Slurm tasks")):
+        t.check(f"output of {tasks} identical to the one-process run's", not diffs[name], "==", True)
+    return t.finish()
 
 
-if __name__ == "__main__": main()
+if __name__ == "__main__": sys.exit(main())

@@ -9,16 +9,29 @@ The input is recorded as the ingest stage's output first, as a real run has it, 
 from the manifest rather than hashing the input again.
 Also: llm_nb with 2,000 sensitive words against 50 (the multi-pattern matcher should stay flat); llm_nb with its
 default config (quality filters and near dedup on, which pandas does not do); and the DuckDB floor: the bare
-normalize + md5 + count(DISTINCT) over the same file (target: llm_nb's exact-only clean <= 2x the floor).
+normalize + md5 + count(DISTINCT) over the same file.
 
-    python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB] [--data CSV]
+Targets (medians; one line each, exit status 1 when one is missed):
+  * llm_nb exact-only is >= 5x faster than pandas (wall time);
+  * its peak RSS is <= 0.5x pandas';
+  * it gives pandas' results (rows out, exact duplicates, sensitive, PII counts);
+  * it takes <= 2x the DuckDB floor (`--target-ratio`);
+  * 2,000 sensitive words take <= 1.5x the time of 50 (the multi-pattern matcher stays flat).
+`--smoke` runs every side once on the first 1,000 reviews x2 and judges nothing (tools/bench_smoke.sh).
+
+    python bench/clean_vs_pandas.py [--scale 20] [--repeat 3] [--memory-limit 1GB] [--rows N] [--data CSV]
+                                    [--target-ratio 2.0] [--smoke]
 
 CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
+Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
 import argparse, json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import add_data_arg, corpus, make_input_in_child, record_ingest, run_measured, sensitive_words
+from _data import (Targets, add_data_arg, add_rows_arg, add_smoke_arg, corpus, make_input_in_child, record_ingest,
+                   run_measured, sensitive_words)
+
+TARGET_PANDAS, TARGET_RSS, TARGET_FLOOR, TARGET_WORDS = 5.0, 0.5, 2.0, 1.5
 
 LLM_NB = r'''
 import json, sys
@@ -78,13 +91,15 @@ print("RESULT", json.dumps(dict(rows_out=len(kept), exact_dup=int(dup.sum()), se
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("--scale", type=int, default=20); ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--repeat", type=int, default=3, help="runs per side, alternating; medians are reported")
-    add_data_arg(ap)
+    ap.add_argument("--target-ratio", type=float, default=TARGET_FLOOR, help="the largest llm_nb exact-only / DuckDB floor")
+    add_data_arg(ap); add_rows_arg(ap); add_smoke_arg(ap, "--rows 1000 --scale 2 --repeat 1")
     a = ap.parse_args()
+    if a.smoke: a.rows, a.scale, a.repeat = 1000, 2, 1
     csv = corpus(a.data, "clean_vs_pandas")
     with tempfile.TemporaryDirectory() as root:
-        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv, rows=a.rows)
         record_ingest(root)
-        print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.0f} MiB of text, {info['file_bytes']/2**20:.0f} MiB Parquet (×{a.scale})")
+        print(f"input: {info['rows']:,} rows, {info['text_bytes']/2**20:.1f} MiB of text, {info['file_bytes']/2**20:.1f} MiB Parquet (×{a.scale})")
         w50, w2000 = json.dumps(sensitive_words(50)), json.dumps(sensitive_words(2000))
         runs = {"pandas": [], "llm_nb": [], "llm_nb_2000": [], "llm_nb_default": [], "duckdb_floor": []}
         for _ in range(a.repeat):  # alternate the sides so load changes on the machine hit both
@@ -110,7 +125,12 @@ def main():
           f"{pd_['wall_s'] / nbd['wall_s']:.1f}x faster than pandas doing less")
     print(f"DuckDB floor (normalize + md5 + count DISTINCT): {floor['wall_s']:.1f}s ({floor['result']['distinct']:,} distinct); "
           f"llm_nb exact-only / floor = {nb['wall_s'] / floor['wall_s']:.2f}x, default / floor = {nbd['wall_s'] / floor['wall_s']:.2f}x")
-    print(f"targets: >=5x faster: {pd_['wall_s'] / nb['wall_s'] >= 5}; <=0.5x peak RSS: {nb['rss_mib'] / pd_['rss_mib'] <= 0.5}; "
-          f"exact-only <= 2x the floor: {nb['wall_s'] / floor['wall_s'] <= 2}")
+    t = Targets("clean_vs_pandas", a.smoke)
+    t.check("pandas / llm_nb exact-only wall time", pd_["wall_s"] / nb["wall_s"], ">=", TARGET_PANDAS, "{:.1f}")
+    t.check("llm_nb exact-only / pandas peak RSS", nb["rss_mib"] / pd_["rss_mib"], "<=", TARGET_RSS)
+    t.check("llm_nb results identical to pandas'", all(same.values()), "==", True)
+    t.check("exact-only / floor", nb["wall_s"] / floor["wall_s"], "<=", a.target_ratio)
+    t.check("2,000 sensitive words / 50 wall time", nb2k["wall_s"] / nb["wall_s"], "<=", TARGET_WORDS)
+    return t.finish()
 
-if __name__ == "__main__": main()
+if __name__ == "__main__": sys.exit(main())

@@ -15,14 +15,24 @@ near-dedup pass, timed alone; wall time, the child's own peak RSS (VmHWM) and th
     and each side's share of those it flagged is its recall. (Keep-first makes a row whose only matches were
     removed stay; that chain effect is the same for both sides.)
 
-    python bench/near_dedup.py [--scale 4] [--sample 1000] [--memory-limit 2GB] [--data CSV]
+Targets (one line each, exit status 1 when one is missed):
+  * the datasketch pass's seconds / llm_nb.minhash's >= 10 (at SCALE 4);
+  * llm_nb.minhash's precision >= 0.99 (it verifies every candidate pair by exact Jaccard);
+  * its recall on the sample >= datasketch's less 0.02 (it replaced datasketch's pass: faster, not by finding fewer).
+The precision and recall bounds are this file's reading of "faster and exact" (commit 0c5b62c), not measured limits.
+`--smoke` runs every side on the first 1,000 reviews x2, a sample of 100, and judges nothing (tools/bench_smoke.sh).
+
+    python bench/near_dedup.py [--scale 4] [--sample 1000] [--memory-limit 2GB] [--rows N] [--data CSV] [--smoke]
 
 CSV defaults to ../shared/data/online_shopping_10_cats.csv; when it is not there, pass --data.
+Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
 import argparse, json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import add_data_arg, corpus, make_input_in_child, run_measured
+from _data import Targets, add_data_arg, add_rows_arg, add_smoke_arg, corpus, make_input_in_child, run_measured
+
+TARGET_SPEED, TARGET_PRECISION, RECALL_SLACK = 10.0, 0.99, 0.02
 
 PREP = r'''
 import json, sys, time
@@ -145,6 +155,11 @@ def true_near(con, sample:int, n:int, threshold:float, seed:int=0) -> set:
     picked = {k for (k,) in con.execute("SELECT r.k FROM picked JOIN rows r USING (rid)").fetchall()}
     return picked, {k for (k,) in hits}
 
+def precision_recall(dups:dict, sims:list|None, picked:set, truth:set, threshold:float) -> tuple:
+    "A side's precision (share of its pairs at or above `threshold`; None where it names no pairs) and recall on the sample."
+    precision = None if sims is None else sum(x >= threshold for x in sims) / max(len(dups), 1)
+    return precision, len(picked & set(dups) & truth) / max(len(truth), 1)
+
 def side_report(name:str, dups:dict, sims:list|None, picked:set, truth:set, threshold:float) -> str:
     "One line: a side's duplicates, its precision (exact similarity of its pairs, where it names them) and its recall on the sample."
     flagged = picked & set(dups)
@@ -162,14 +177,15 @@ def main():
     ap.add_argument("--sample", type=int, default=1000)
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--no-datatrove", action="store_true", help="leave out datatrove's MinHash stages")
-    add_data_arg(ap)
+    add_data_arg(ap); add_rows_arg(ap); add_smoke_arg(ap, "--rows 1000 --scale 2 --sample 100")
     a = ap.parse_args()
+    if a.smoke: a.rows, a.scale, a.sample = 1000, 2, 100
     csv = corpus(a.data, "near_dedup")
     import duckdb
     from llm_nb.config import CleanCfg
     cc = CleanCfg()
     with tempfile.TemporaryDirectory() as root:
-        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv)
+        info = make_input_in_child(Path(root)/"bench"/"ingest"/"parts"/"input.parquet", a.scale, csv, rows=a.rows)
         new = run_measured(NEW, root, a.memory_limit, "new")
         old = run_measured(OLD, root, a.memory_limit, "old")
         dt = run_measured(DATATROVE, root, a.memory_limit, "datatrove") if not a.no_datatrove else None
@@ -192,7 +208,19 @@ def main():
     print(f"exact check, {len(picked):,} rows sampled, {len(truth)} of them have an earlier row at >= {cc.near_threshold}:")
     print(side_report("llm_nb.minhash", dn, sims["new"], picked, truth, cc.near_threshold))
     print(side_report("datasketch", do, sims["old"], picked, truth, cc.near_threshold))
-    if dt is None: return
+    t = Targets("near_dedup", a.smoke)
+    (p_new, r_new), (_, r_old) = (precision_recall(d, sims[k], picked, truth, cc.near_threshold)
+                                  for k, d in (("new", dn), ("old", do)))
+    t.check("datasketch / llm_nb.minhash near-dedup seconds", old["result"]["near_s"] / new["result"]["near_s"], ">=",
+            TARGET_SPEED, "{:.1f}")
+    t.check("llm_nb.minhash precision", p_new, ">=", TARGET_PRECISION, "{:.4f}")
+    t.check(f"llm_nb.minhash recall on the sample (datasketch's {r_old:.3f} less {RECALL_SLACK})", r_new, ">=",
+            round(r_old - RECALL_SLACK, 3), "{:.3f}")
+    if dt is not None: datatrove_report(dt, dd, dn, new, picked, truth, cc)
+    return t.finish()
+
+def datatrove_report(dt:dict, dd:dict, dn:dict, new:dict, picked:set, truth:set, cc):
+    "The datatrove side's lines (information: no target)."
     b, r = dt["result"]["bands"]
     print(f"datatrove's MinHash stages ({b} bands x {r} rows, character {cc.ngram}-grams, 2 tasks where they split): "
           f"{dt['result']['near_s']:.2f} s -> llm_nb.minhash {dt['result']['near_s'] / new['result']['near_s']:.1f}x "
@@ -201,4 +229,4 @@ def main():
           f"llm_nb only {len(set(dn) - set(dd)):,}")
     print(side_report("datatrove", dd, None, picked, truth, cc.near_threshold))
 
-if __name__ == "__main__": main()
+if __name__ == "__main__": sys.exit(main())

@@ -19,7 +19,7 @@ from .tokenize import run_tokenize
 from .train import run_train
 from .evaluate import run_evaluate
 from .export import run_export
-from .serve import serve_exported, served_files
+from .serve import serve_exported, served_files, vllm_python
 from .bench import BenchFailed, run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
 
