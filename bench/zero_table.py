@@ -8,13 +8,18 @@ the stage builds (patching `llm_nb.train._trainer`), recording when each optimiz
 own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
 `--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
 LoRA as the stage does it, fp32. The jobs run interleaved `--repeat` times (D 2 3 3o D 2 ...); medians are reported.
-Exit status 1 if any job fails.
+Exit status 1 if any job fails (no target on the figures: the table is information). `--smoke` runs the four jobs
+once on the smallest demo run (bench/_data.py SMOKE_RUN: width 64, one layer, 32-token blocks), 4 steps each, micro-batch
+2 (tools/bench_smoke.sh). ZeRO-3 + offload uses DeepSpeed's CPU Adam: the first job of a venv builds it (minutes;
+tools/test.sh keeps the build in the venv's torch_extensions).
 
     python bench/zero_table.py [--steps 12] [--warmup 3] [--repeat 1] [--hidden 256] [--layers 4]
-                               [--max-length 128] [--batch-size 4]
+                               [--max-length 128] [--batch-size 4] [--smoke]
 """
 import argparse, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import SMOKE_LINE, SMOKE_RUN, add_smoke_arg
 
 JOBS = {"DDP": {"deepspeed.stage": "off"},
         "ZeRO-2": {"deepspeed.stage": 2},
@@ -91,11 +96,16 @@ def main():
     ap.add_argument("--layers", type=int, default=4); ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--batch-size", type=int, default=4, help="micro-batch per rank")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per job")
+    add_smoke_arg(ap, "SMOKE_RUN's model, --steps 4 --warmup 1 --repeat 1 --batch-size 2")
     a = ap.parse_args()
     if a.child: return child(*a.child)
+    if a.smoke:
+        a.hidden, a.layers = SMOKE_RUN["model.tiny.hidden_size"], SMOKE_RUN["model.tiny.num_layers"]
+        a.max_length, a.steps, a.warmup, a.repeat, a.batch_size = SMOKE_RUN["tokenize.max_length"], 4, 1, 1, 2
     from llm_nb.testing import run_until
     t = time.perf_counter()
     prepared = run_until("train", **{
+        **(SMOKE_RUN if a.smoke else {}),
         "model.tiny.hidden_size": a.hidden, "model.tiny.intermediate_size": 2 * a.hidden,
         "model.tiny.num_layers": a.layers, "tokenize.max_length": a.max_length,
         "model.tiny.max_position_embeddings": max(512, a.max_length),
@@ -138,6 +148,7 @@ def main():
               f"{x['wall']:9.0f}{x['loss']:11.4f}{x['eval']:11.4f}")
     if failed: print(f"FAIL: job(s) failed: {', '.join(failed)}")
     else: print("all jobs ran (no target: information only)")
+    if a.smoke: print(SMOKE_LINE)
     return 1 if failed else 0
 
 if __name__ == "__main__": sys.exit(main())

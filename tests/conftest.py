@@ -17,6 +17,14 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     _ci_fails_skips((yield).get_result())  # a module that skips as a whole (pytest.importorskip)
 
+def wait_for(what, seconds:float=60, poll:float=0.1):
+    "What `what()` returns once it is true, polling every `poll` s for at most `seconds` (then TimeoutError)."
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if got := what(): return got
+        time.sleep(poll)
+    raise TimeoutError(what)
+
 def llm_nb_cmd(*args, **kw):
     "Run the `llm_nb` console script; returns the CompletedProcess."
     return subprocess.run(["llm_nb", *map(str, args)], capture_output=True, text=True, timeout=600, **kw)

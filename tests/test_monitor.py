@@ -1,12 +1,13 @@
 """Monitoring for real: Debian's Prometheus (tools/install.sh --dev installs it) scrapes the exporter (with the run's
 training series) and llama-server during the serve_bench stage; every dashboard panel of those sources returns data;
 promtool passes the generated rules; `llm_nb serve`'s watchdog starts a killed server again."""
-import json, os, re, shutil, signal, subprocess, sys, time
+import json, os, re, shutil, signal, subprocess, sys
 import httpx, psutil, pytest, yaml
 from llm_nb.config import load_config, to_yaml
 from llm_nb.env import nvml_devices
 from llm_nb.monitor import panels_for, promtool
 from llm_nb.pipeline import run_serve_bench
+from conftest import wait_for
 
 @pytest.fixture(scope="module")
 def monitored(exported_run):
@@ -41,13 +42,7 @@ def _metrics(addr:str) -> dict:
     fams = text_string_to_metric_families(httpx.get(f"http://{addr}/metrics", timeout=10).text)
     return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in fams for s in f.samples}
 
-def _wait(what, seconds:float=60):
-    "What `what()` returns once it is true, polling for at most `seconds`."
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if got := what(): return got
-        time.sleep(0.2)
-    raise TimeoutError(what)
+def _wait(what, seconds:float=60): return wait_for(what, seconds, poll=0.2)
 
 def test_llm_nb_serve_restarts_a_killed_server_and_stops_on_sigterm(exported_run, tmp_path):
     "`llm_nb serve` with the watchdog and exporter on: SIGKILL the server, the watchdog starts it again, SIGTERM ends all."

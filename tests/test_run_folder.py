@@ -1,6 +1,5 @@
 "A run folder under faults: writers killed with -9 mid-update, two commands on one folder, a full disk, a damaged model."
-import json, os, random, shutil, signal, subprocess, sys, time
-from pathlib import Path
+import os, random, shutil, signal, subprocess, sys, time
 import pytest
 from llm_nb.cli import main
 from llm_nb.config import demo_config, load_config, to_yaml

@@ -8,6 +8,7 @@ from llm_nb.config import demo_config
 from llm_nb.monitor import Watchdog, serve_watched
 from llm_nb.run import Run
 from llm_nb.serve import Server, free_port
+from conftest import wait_for
 
 FAKE = """
 import http.server, pathlib, sys, time
@@ -42,13 +43,7 @@ def watching(server, **kw):
         stop.set()
         wd.thread.join(30)
 
-def _wait(what, seconds:float=20):
-    "What `what()` returns once it is true, polling for at most `seconds`."
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if got := what(): return got
-        time.sleep(0.02)
-    raise TimeoutError(what)
+def _wait(what, seconds:float=20): return wait_for(what, seconds, poll=0.02)
 
 def _bound(s:socket.socket, port:int) -> bool:
     try: s.bind(("127.0.0.1", port))
