@@ -13,13 +13,18 @@ PDFs of --pages pages, 25 lines of text per page and a ruled 3x3 table of number
     vs the number drawn. Target: read_pdf finds what extract_tables finds, and both find every table drawn.
 (c) --scans N: seconds per scanned page through Tesseract (information; skipped when Tesseract is missing).
 
-    python bench/pdf_source.py [--files 10] [--pages 30] [--repeat 2] [--scans 3] [--data-dir DIR]
+One line per target. `--smoke` reads 1 PDF of 3 pages (one table) once, OCRs 1 scanned page, and judges nothing
+(tools/bench_smoke.sh).
+
+    python bench/pdf_source.py [--files 10] [--pages 30] [--repeat 2] [--scans 3] [--data-dir DIR] [--smoke]
 
 Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
 import argparse, sys, tempfile, time
 from pathlib import Path
 import pdfplumber
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import Targets, add_smoke_arg
 from llm_nb.config import SourceCfg
 from llm_nb.documents import ocr_unavailable, read_pdf
 from llm_nb.synth import sample_pdf
@@ -100,7 +105,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--scans", type=int, default=3)
     ap.add_argument("--data-dir", type=Path, default=DATA)
+    add_smoke_arg(ap, "--files 1 --pages 3 --repeat 1 --scans 1")
     a = ap.parse_args()
+    if a.smoke: a.files, a.pages, a.repeat, a.scans = 1, 3, 1, 1
     corpus = a.data_dir/"tinyshakespeare.txt"
     if not corpus.is_file():
         print(f"pdf_source: no corpus: {corpus} does not exist (pass --data-dir)", file=sys.stderr)
@@ -125,8 +132,11 @@ def main():
         found, theirs = r["llm_nb read_pdf"][1][1], r["bare extract_text + extract_tables"][1][1]
         print(f"  tables: read_pdf {found}, pdfplumber extract_tables {theirs}, drawn {drawn}")
         if a.scans: print(f"  OCR: {ocr_seconds(out, a.scans)}")
-    ok = ratio <= TARGET_RATIO and found == theirs == drawn and pages == a.files * a.pages
-    print("pdf_source: targets met" if ok else "pdf_source: TARGET MISSED")
-    raise SystemExit(0 if ok else 1)
+    t = Targets("pdf_source", a.smoke)
+    t.check("read_pdf / the faster bare extract_text loop", ratio, "<=", TARGET_RATIO, "{:.3f}")
+    t.check("tables found by read_pdf", found, "==", theirs, "{}")
+    t.check("tables found by pdfplumber's extract_tables", theirs, "==", drawn, "{}")
+    t.check("pages read by read_pdf", pages, "==", a.files * a.pages, "{}")
+    raise SystemExit(t.finish())
 
 if __name__ == "__main__": main()
