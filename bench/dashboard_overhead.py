@@ -1,7 +1,7 @@
 """Benchmark: what the live training dashboard, its system sampler and W&B offline cost a training run.
 Target: the dashboard's steady overhead <= 2% (W&B offline is measured and reported beside it).
 
-The same tiny LoRA run (the train stage's `_trainer`, as in bench/trainer_step.py) trains three ways in one process,
+The same tiny LoRA run (the train stage's `build_trainer`, as in bench/trainer_step.py) trains three ways in one process,
 rotating the order each round (`--repeat` rounds): plain; with `llm_nb.track.LiveDashboard`; and with the dashboard
 plus a W&B offline run (`start_wandb`, the Trainer's `report_to=["wandb"]`, the dashboard's rows logged to it, W&B's
 own system sampling every `--sample-s` seconds), as `run_train` does. The dashboard runs as in a notebook: live,
@@ -65,9 +65,9 @@ def instrument():
         setattr(WandbCallback, m, timed("wandb_" + m, getattr(WandbCallback, m)))
 
 def train_once(cfg, run, out, keep, dashboard=None, report_to="none"):
-    "Train a fresh `_trainer` (`dashboard` added, if given): (step wall times of `keep`, train() seconds)."
-    from llm_nb.train import _trainer
-    tr = _trainer(cfg, run, out, report_to=report_to)
+    "Train a fresh `build_trainer` (`dashboard` added, if given): (step wall times of `keep`, train() seconds)."
+    from llm_nb.train import build_trainer
+    tr = build_trainer(cfg, run, out, report_to=report_to)
     cb = timer_callback()
     tr.add_callback(cb)
     if dashboard: tr.add_callback(dashboard)

@@ -39,13 +39,13 @@ import json, sys, time
 from pathlib import Path
 from llm_nb.config import load_config
 from llm_nb.run import Run
-from llm_nb.clean import connect, _score_rows, _exact_dedup
+from llm_nb.clean import connect, make_scored, exact_dedup
 root, mem, side = sys.argv[1], sys.argv[2], sys.argv[3]
 cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.memory_limit": mem, "clean.threads": 2})
 cc, run = cfg.clean, Run(root + "/bench", cfg)
 con = connect(cc, run)
-_score_rows(con, cc, [], f"{root}/bench/ingest/parts/input.parquet", per_text=True)  # as the stage's default config
-_exact_dedup(con, cc)  # judges each distinct text once
+make_scored(con, cc, [], f"{root}/bench/ingest/parts/input.parquet", per_text=True)  # as the stage's default config
+exact_dedup(con, cc)  # judges each distinct text once
 rows = con.execute("SELECT count(*) FROM deduped").fetchall()[0][0]
 if side == "new":  # the rows that reach near dedup, for the exact checks (before the clock starts)
     con.execute(f"""COPY (SELECT row_number() OVER (ORDER BY file, line) - 1 AS rid, file || ':' || line AS k, text
@@ -84,8 +84,8 @@ print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups))))
 '''
 
 NEW = PREP + r'''
-from llm_nb.clean import _near_dedup
-stats = _near_dedup(con, cc, cfg.run.seed)
+from llm_nb.clean import near_dedup_pass
+stats = near_dedup_pass(con, cc, cfg.run.seed)
 near_s = time.perf_counter() - t
 dups = dict(con.execute("SELECT k, dup_of FROM near_dups").fetchall())
 Path(root, side + ".json").write_text(json.dumps(dups))

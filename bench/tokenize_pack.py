@@ -48,13 +48,13 @@ def ours(texts, tok, L:int, batch:int, batched:bool=True):
     "llm_nb's path: tokenize (batched, or one record per call) with datasets.map, then pack as the stage does."
     from datasets import Dataset
     from llm_nb.config import TokenizeCfg
-    from llm_nb.tokenize import _examples, tokenize_batch
+    from llm_nb.tokenize import make_examples, tokenize_batch
     ds = Dataset.from_dict({"text": texts})
     if batched: ids = ds.map(tokenize_batch, batched=True, batch_size=batch, remove_columns=["text"],
                              fn_kwargs=dict(tok=tok))
     else: ids = ds.map(lambda r: {"input_ids": tokenize_batch({"text": [r["text"]]}, tok)["input_ids"][0]},
                        remove_columns=["text"])
-    packed, _ = _examples(ids, TokenizeCfg(max_length=L, batch_size=batch), "all")
+    packed, _ = make_examples(ids, TokenizeCfg(max_length=L, batch_size=batch), "all")
     return packed, ids
 
 def wrapper(texts, tok, L:int, batch:int):

@@ -1,7 +1,7 @@
 """Benchmark: the train stage's step time (llm_nb's `GuardedTrainer`, and the plain HF `Trainer`) vs a plain PyTorch
 loop, in one process, on the same LoRA-wrapped tiny Llama, the same batches, the same optimizer and scheduler.
 
-Every contender starts from the same state: a fresh `llm_nb.train._trainer(cfg, run, out)` (it seeds, loads the base
+Every contender starts from the same state: a fresh `llm_nb.train.build_trainer(cfg, run, out)` (it seeds, loads the base
 model and wraps it with LoRA). The HF `Trainer` gets that trainer's model, arguments, data and collator; the plain loop
 gets its model plus the optimizer and scheduler `Trainer.create_optimizer_and_scheduler` makes (AdamW fused, cosine),
 and the first batches the Trainer's own dataloader yields; it clips gradients to `train.max_grad_norm` as the
@@ -52,8 +52,8 @@ def step_times(ends:list, start:float, keep:list) -> list:
 
 def run_guarded(cfg, run, out, keep):
     "GuardedTrainer as the train stage builds it: (step wall times, step CPU times)."
-    from llm_nb.train import _trainer
-    tr = _trainer(cfg, run, out)
+    from llm_nb.train import build_trainer
+    tr = build_trainer(cfg, run, out)
     cb = timer_callback()
     tr.add_callback(cb)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -63,8 +63,8 @@ def run_guarded(cfg, run, out, keep):
 def run_hf(cfg, run, out, keep):
     "The plain HF Trainer on the same model, arguments, data and collator."
     from transformers import Trainer
-    from llm_nb.train import _trainer
-    g = _trainer(cfg, run, out)
+    from llm_nb.train import build_trainer
+    g = build_trainer(cfg, run, out)
     cb = timer_callback()
     tr = Trainer(model=g.model, args=g.args, train_dataset=g.train_dataset, eval_dataset=g.eval_dataset,
                  processing_class=g.processing_class, data_collator=g.data_collator, callbacks=[cb])
@@ -74,8 +74,8 @@ def run_hf(cfg, run, out, keep):
 
 def trainer_batches(cfg, run, out, n):
     "The first `n` batches the Trainer's train dataloader yields (cycled over epochs)."
-    from llm_nb.train import _trainer
-    g, got = _trainer(cfg, run, out), []
+    from llm_nb.train import build_trainer
+    g, got = build_trainer(cfg, run, out), []
     while len(got) < n:
         for b in g.get_train_dataloader():
             got.append({k: v.clone() for k, v in b.items()})
@@ -85,8 +85,8 @@ def trainer_batches(cfg, run, out, n):
 def run_plain(cfg, run, out, batches, keep):
     "A plain loop: forward, backward, clip, optimizer and scheduler step, zero_grad; (step times, CPU times)."
     import torch
-    from llm_nb.train import _trainer
-    g = _trainer(cfg, run, out)
+    from llm_nb.train import build_trainer
+    g = build_trainer(cfg, run, out)
     g.create_optimizer_and_scheduler(num_training_steps=len(batches))
     model, opt, sched, clip = g.model, g.optimizer, g.lr_scheduler, cfg.train.max_grad_norm
     params = [p for p in model.parameters() if p.requires_grad]

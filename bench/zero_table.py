@@ -4,7 +4,7 @@ and ZeRO-3 with optimizer + parameter offload: median steady-state step time and
 One demo run (every stage before train done, `llm_nb.testing.run_until`) is copied per job; each job is
 `torchrun --nproc-per-node 2 --master-port <free> bench/zero_table.py --child CONFIG.yaml OUT`, i.e. exactly
 `llm_nb run CONFIG.yaml --stages train` (`llm_nb.cli.main`), except that the child adds a callback to the trainer
-the stage builds (patching `llm_nb.train._trainer`), recording when each optimizer step ends, and writes at exit its
+the stage builds (patching `llm_nb.train.build_trainer`), recording when each optimizer step ends, and writes at exit its
 own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
 `--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
 LoRA as the stage does it, fp32. The jobs run interleaved `--repeat` times (D 2 3 3o D 2 ...); medians are reported.
@@ -44,12 +44,12 @@ def child(cfg_path:str, out:str) -> int:
             rec["train_begin"].append(time.perf_counter())
         def on_step_begin(self, args, state, control, **kw): rec["begin"].append(time.perf_counter())
         def on_step_end(self, args, state, control, **kw): rec["end"].append(time.perf_counter())
-    build = T._trainer
+    build = T.build_trainer
     def timed_trainer(*a, **kw):
         tr = build(*a, **kw)
         tr.add_callback(StepTimer())
         return tr
-    T._trainer = timed_trainer  # fit() looks `_trainer` up in the module at call time
+    T.build_trainer = timed_trainer  # fit() looks `build_trainer` up in the module at call time
     def dump():
         rec["peak_rss_mib"] = vm_hwm_mib()
         Path(out, f"rank{rec['rank']}.json").write_text(json.dumps(rec))

@@ -10,6 +10,7 @@ import httpx
 import numpy as np
 from .run import json_safe, save_figure, timed_stage
 from .serve import served_files
+from .model import load_tokenizer
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
@@ -691,7 +692,6 @@ def bench_server(cfg, # the run's config (its `bench` section)
                  table:bool=True # print the whole summary (False: one line; a comparison table follows)
                 ) -> dict:
     "Benchmark a running `Server` with the run's prompts and tokenizer; print and return the summary."
-    from llm_nb.model import load_tokenizer
     tok = load_tokenizer(str(run.dir/"export"/"merged"))
     texts = heldout_texts(run, tok) if cfg.bench.dataset == "text" else None
     m = benchmark(server.base_url, cfg.bench, tok, out, server.headers, server.model_name, texts)

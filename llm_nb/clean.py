@@ -19,9 +19,11 @@ __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERN
            'TEXT_KEY', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE',
            'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES',
            'SAMPLE_CHARS', 'REASONS', 'HITS', 'TERMS_PLOTTED', 'OUTPUTS', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
-           'placeholder', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
-           'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'clean_stats',
-           'plot_stats', 'run_clean']
+           'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql',
+           'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect', 'judge_per_text',
+           'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view',
+           'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass', 'clean_stats', 'plot_stats',
+           'write_outputs', 'duckdb_memory_limit', 'run_clean']
 
 # %% ../nbs/11_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -97,7 +99,7 @@ def placeholder(kind:str) -> str:
     return re.search(r"<[A-Z_]+>", PII_PATTERNS[kind][1]).group()
 
 # %% ../nbs/11_clean.ipynb #dc9a1230
-def _sql_str(s:str) -> str:
+def sql_str(s:str) -> str:
     "`s` as a SQL string literal (quotes doubled)."
     return "'" + s.replace("'", "''") + "'"
 
@@ -110,7 +112,7 @@ def _redact_chain(col:str, kinds:list[str]) -> str:
     for k in kinds:
         pat, rep = PII_PATTERNS[k]
         for _ in range(1 if k == "email" else DIGIT_PASSES):
-            col = f"regexp_replace({col}, {_sql_str(pat)}, {_sql_str(rep)}, 'g')"
+            col = f"regexp_replace({col}, {sql_str(pat)}, {sql_str(rep)}, 'g')"
     return col
 
 # %% ../nbs/11_clean.ipynb #rg000000
@@ -140,7 +142,7 @@ def count_sql(col:str, # SQL of the text after
               before:str # SQL of the text before
              ) -> str:
     "Occurrences of `token` added in `col` compared to `before`."
-    n = lambda c: f"((length({c}) - length(replace({c}, {_sql_str(token)}, ''))) // {len(token)})"
+    n = lambda c: f"((length({c}) - length(replace({c}, {sql_str(token)}, ''))) // {len(token)})"
     return f"({n(col)} - {n(before)})"
 
 # %% ../nbs/11_clean.ipynb #4389324e
@@ -167,14 +169,14 @@ def mask_sql(col:str, # the column (or SQL expression) to mask
              patterns:list[str] # from `words_patterns`
             ) -> str:
     "`col` with every match of `patterns` replaced by ***."
-    for p in patterns: col = f"regexp_replace({col}, {_sql_str(p)}, '***', 'g')"
+    for p in patterns: col = f"regexp_replace({col}, {sql_str(p)}, '***', 'g')"
     return col
 
 def any_match_sql(col:str, # the column (or SQL expression) to test
                   patterns:list[str] # from `words_patterns`
                  ) -> str:
     "True when `col` matches any of `patterns`."
-    return " OR ".join(f"regexp_matches({col}, {_sql_str(p)})" for p in patterns)
+    return " OR ".join(f"regexp_matches({col}, {sql_str(p)})" for p in patterns)
 
 # %% ../nbs/11_clean.ipynb #3caee714
 MARK_RUN = r"[^\p{L}\p{N}\s]+"  # a run of marks: punctuation, symbols, emoji
@@ -240,7 +242,7 @@ def _prefilter_sql(ccfg, words:list[str], wps:list[str]) -> str:
     "True for rows with anything to normalize, redact, or match (when the words fit one pattern of `wps`)."
     pre = [NEEDS_NORMALIZING] + (["@", DIGIT_RUN] if ccfg.pii else [])
     if len(wps) == 1: pre.append("(?i:" + "|".join(map(re.escape, words)) + ")")
-    return f"{_ends_sql('text')} OR regexp_matches(text, {_sql_str('|'.join(pre))})"
+    return f"{_ends_sql('text')} OR regexp_matches(text, {sql_str('|'.join(pre))})"
 
 # %% ../nbs/11_clean.ipynb #6e39c4f5
 def _pii_count_cols(ccfg) -> str:
@@ -264,7 +266,7 @@ def _reason_sql(ccfg, words:list[str], quality:bool=True) -> str:
     whens = drop_sensitive + (quality_sql(ccfg, "text") if quality else [])
     # the first match, as one CASE with a WHEN per filter names it, but 1.6x faster in DuckDB 2.0: the quality
     # filters of the default config over the 258,705 distinct texts of the reviews x20 take 1.16 s, not 1.87 s
-    cases = ", ".join(f"CASE WHEN {c} THEN {_sql_str(r)} END" for r, c in whens)
+    cases = ", ".join(f"CASE WHEN {c} THEN {sql_str(r)} END" for r, c in whens)
     return f"coalesce({cases})" if whens else "NULL::VARCHAR"
 
 # %% ../nbs/11_clean.ipynb #pt000002
@@ -281,7 +283,7 @@ def judge_per_text(ccfg, # the `clean` config section
 TEXT_KEY = "(hash(text)::UHUGEINT << 64) | strlen(text)::UHUGEINT"  # SQL of exact dedup's key of `text`
 
 # %% ../nbs/11_clean.ipynb #67a734a8
-def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
+def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
                 rows:str|None=None, quality:bool=True) -> str:
     "SQL of pass 1: normalize, redact, count, judge (`gate=False`: no prefilter; `rows`: SQL of the rows, not `src`)."
     if not quality and ccfg.sensitive_action == "drop": words = []  # judged once per distinct text, with quality
@@ -291,7 +293,7 @@ def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_
     hits = hits if len(wps) > 1 else f"CASE WHEN _work THEN {hits} ELSE 0 END"
     return f"""
       WITH ingested AS (SELECT {'nfkc(text)' if ccfg.nfkc else 'text'} AS text, source, file, line, meta
-                        FROM {rows or f"read_parquet({_sql_str(src)})"}),
+                        FROM {rows or f"read_parquet({sql_str(src)})"}),
       flagged AS (SELECT *, {_prefilter_sql(ccfg, words, wps) if gate else 'true'} AS _work FROM ingested),
       {normalize_ctes("flagged", "normalized", gate="_work")},
       redacted AS (SELECT CASE WHEN _work THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw,
@@ -302,10 +304,10 @@ def _scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_
       SELECT *, {_reason_sql(ccfg, words, quality)} AS reason, {TEXT_KEY} AS text_hash FROM acted"""
 
 # %% ../nbs/11_clean.ipynb #4fb9a3af
-def _score_rows(con, ccfg, words:list[str], src:str, per_text:bool=False):
+def make_scored(con, ccfg, words:list[str], src:str, per_text:bool=False):
     "Pass 1 into the temp table `scored`: every row of `src` normalized, redacted, counted (`per_text`: not judged)."
     # temp tables live in DuckDB's buffer pool: past memory_limit their blocks go to temp_dir
-    con.execute(f"CREATE TEMP TABLE scored AS {_scored_sql(ccfg, words, src, quality=not per_text)}")
+    con.execute(f"CREATE TEMP TABLE scored AS {scored_sql(ccfg, words, src, quality=not per_text)}")
 
 # %% ../nbs/11_clean.ipynb #82135d95
 def _first_copies(con, ccfg=None, words:list[str]=()):
@@ -324,7 +326,7 @@ def _first_copies(con, ccfg=None, words:list[str]=()):
 ROW_COLS = "text, source, file, line, meta"  # the ingest columns both output files keep
 IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
-def _exact_dedup(con, ccfg=None, words:list[str]=()):
+def exact_dedup(con, ccfg=None, words:list[str]=()):
     "Temp tables `first_copies` and `deduped`: the first copies no filter rejects (`ccfg`, `words`: judged per text)."
     _first_copies(con, ccfg, words)
     con.execute(f"""CREATE TEMP TABLE deduped AS SELECT {ROW_COLS} FROM scored s
@@ -339,7 +341,7 @@ JUDGED = f"""(SELECT s.* EXCLUDE (text_hash) REPLACE (
               FROM scored s LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL)"""  # every row
 
 # %% ../nbs/11_clean.ipynb #480c7f1b
-def _spilled_bytes(con) -> int:
+def duckdb_spilled_bytes(con) -> int:
     "Bytes DuckDB holds in temp_dir now: its temp tables' blocks past memory_limit."
     return con.execute("SELECT coalesce(sum(size), 0) FROM duckdb_temporary_files()").fetchone()[0]
 
@@ -347,7 +349,7 @@ def _spilled_bytes(con) -> int:
 FETCH_ROWS = 50_000  # rows per batch of near dedup (Python holds one batch of texts and signatures) ...
 FETCH_CHARS = 1_000_000  # ... and at most this many characters (a batch's n-gram arrays: ~50 bytes per character)
 
-def _near_rows(con) -> int:
+def make_near_rows(con) -> int:
     "Temp table `near_rows` (rid, k, chars, batch, ...): the rows of `deduped` numbered in (file, line) order; count."
     con.execute(f"""CREATE TEMP TABLE near_rows AS
         SELECT rid, k, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch, {ROW_COLS} FROM (
@@ -355,10 +357,10 @@ def _near_rows(con) -> int:
                  sum(length(text)) OVER w AS cum_chars, {ROW_COLS}
           FROM deduped WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
     con.execute("DROP TABLE deduped")
-    _deduped_view(con)
+    deduped_view(con)
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
 
-def _deduped_view(con):
+def deduped_view(con):
     "The view `deduped` over `near_rows`, which holds its rows."
     con.execute(f"CREATE TEMP VIEW deduped AS SELECT {ROW_COLS} FROM near_rows")
 
@@ -373,7 +375,7 @@ def _append_bands(con, rid0:int, # the batch's first rid
     con.execute("INSERT INTO near_bands SELECT * FROM _bands")
     con.unregister("_bands")
 
-def _near_bands(con, ccfg, seed:int, k:int=0, n:int=1) -> None:
+def make_near_bands(con, ccfg, seed:int, k:int=0, n:int=1) -> None:
     "Temp table `near_bands` (band, key, rid): the LSH band keys of the rows of `near_rows` (batches k mod n)."
     con.execute("CREATE TEMP TABLE near_bands (band USMALLINT, key UBIGINT, rid UBIGINT)")
     b, r = near_lsh(ccfg)
@@ -415,7 +417,7 @@ def _candidates(con, ccfg, k:int=0, n:int=1, chars:int=VERIFY_CHARS) -> tuple[in
     con.execute("DROP TABLE near_cand_pairs; DROP TABLE near_chunks")
     return cands, -(-total // size)
 
-def _near_pairs(con, ccfg, k:int=0, n:int=1, chars:int=VERIFY_CHARS) -> int:
+def make_near_pairs(con, ccfg, k:int=0, n:int=1, chars:int=VERIFY_CHARS) -> int:
     "Temp table `near_pairs` (j, i, sim): the candidates with j mod `n` = `k` reaching the threshold; their count."
     cands, chunks = _candidates(con, ccfg, k, n, chars)
     con.execute("CREATE TEMP TABLE near_pairs (j UBIGINT, i UBIGINT, sim DOUBLE)")
@@ -444,22 +446,22 @@ def _near_dups(con, n:int) -> int:
     return len(dups)
 
 # %% ../nbs/11_clean.ipynb #n000000a
-def _near_decide(con, ccfg, cands:int|None=None) -> dict:
+def near_decide(con, ccfg, cands:int|None=None) -> dict:
     "From `near_rows` and `near_bands` (or `near_pairs`, `cands` verified elsewhere): `near_dups`; the pass's counts."
     n = con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
-    cands = _near_pairs(con, ccfg) if cands is None else cands
+    cands = make_near_pairs(con, ccfg) if cands is None else cands
     pairs = con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0]
     b, r = near_lsh(ccfg)
     return dict(on=True, rows=n, bands=b, rows_per_band=r, candidates=cands, pairs=pairs, near_dups=_near_dups(con, n))
 
-def _near_dedup(con, ccfg, seed:int) -> dict:
+def near_dedup_pass(con, ccfg, seed:int) -> dict:
     "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
     if not ccfg.near_dedup:
         con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
         return dict(on=False)
-    _near_rows(con)
-    _near_bands(con, ccfg, seed)
-    res = _near_decide(con, ccfg)
+    make_near_rows(con)
+    make_near_bands(con, ccfg, seed)
+    res = near_decide(con, ccfg)
     con.execute("DROP TABLE near_bands; DROP TABLE near_pairs")  # `near_rows` holds the rows of `deduped`
     return res
 
@@ -630,7 +632,7 @@ def _write_stats(con, stats:dict, out:Path) -> dict:
     if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: the files hold {counts}, the tables {counted}")
     return stats
 
-def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
+def write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
     "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)
     stats = dict(clean_stats(con, ccfg), engine=engine)
@@ -642,7 +644,7 @@ def _write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
     return _write_stats(con, stats, out)
 
 # %% ../nbs/11_clean.ipynb #wo000002
-def _memory_limit(con) -> str:
+def duckdb_memory_limit(con) -> str:
     "DuckDB's memory_limit, as it reports it."
     return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
@@ -661,14 +663,14 @@ def _clean_duckdb(cfg, run) -> tuple[dict, int, str]:
     cc = cfg.clean
     con, words = connect(cc, run), sensitive_words(cc, run)
     per_text = judge_per_text(cc, words)
-    _score_rows(con, cc, words, str(run.dir/"ingest"/"parts"/"*.parquet"), per_text)
+    make_scored(con, cc, words, str(run.dir/"ingest"/"parts"/"*.parquet"), per_text)
     # matplotlib takes 0.5 s of CPU to import: on the side (DuckDB's queries release the GIL), once pass 1 is done,
     # which keeps both cores busy on its own (0.1-0.2 s sooner at the end than importing from the start)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
-    _exact_dedup(con, *((cc, words) if per_text else ()))  # the filters once per distinct text, or in pass 1
-    spilled = _spilled_bytes(con)
-    engine = dict(name="duckdb", workers=cc.threads, near_dedup=_near_dedup(con, cc, cfg.run.seed))
-    return _write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, _memory_limit(con)
+    exact_dedup(con, *((cc, words) if per_text else ()))  # the filters once per distinct text, or in pass 1
+    spilled = duckdb_spilled_bytes(con)
+    engine = dict(name="duckdb", workers=cc.threads, near_dedup=near_dedup_pass(con, cc, cfg.run.seed))
+    return write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, duckdb_memory_limit(con)
 
 @timed_stage("clean")
 def run_clean(cfg, # the run's config (`cfg.clean` for this stage)

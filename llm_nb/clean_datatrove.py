@@ -11,9 +11,9 @@ import duckdb
 from datatrove.pipeline.base import PipelineStep
 from .config import load_config, memory_bytes
 from .run import Run
-from .clean import (connect_at, sensitive_words, _exact_dedup, _memory_limit, _near_decide, _near_dedup,
-                          _near_bands, _near_pairs, _near_rows, _deduped_view, _scored_sql, _spilled_bytes, _sql_str,
-                          _write_outputs)
+from .clean import (connect_at, sensitive_words, exact_dedup, duckdb_memory_limit, near_decide, near_dedup_pass,
+                          make_near_bands, make_near_pairs, make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes, sql_str,
+                          write_outputs)
 
 # %% auto #0
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
@@ -67,7 +67,7 @@ def shard_rows(src:str, # the input Parquet files (a glob)
     for f, c in zip(files, counts):
         a, b = max(lo - start, 0), min(hi - start, c)
         if a < b or (not parts and f == files[-1]):  # an empty shard still reads a schema
-            parts.append(f"SELECT text, source, file, line, meta FROM read_parquet({_sql_str(f)}, "
+            parts.append(f"SELECT text, source, file, line, meta FROM read_parquet({sql_str(f)}, "
                          f"file_row_number=true) WHERE file_row_number >= {a} AND file_row_number < {b}")
         start += c
     return "(" + " UNION ALL ".join(parts) + ")"
@@ -79,11 +79,11 @@ HALVES = f"(text_hash >> 64)::UBIGINT AS hash_hi, (text_hash & {MASK64})::UBIGIN
 def score_shard(job:CleanJob, rank:int, world:int) -> dict:
     "Step 1, `world` tasks: pass 1 of `11_clean` over the input rows of shard `rank` → scored/<rank>.parquet."
     con = task_con(job, f"score-{rank}")
-    sql = _scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
+    sql = scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
     path = job.part("scored", rank)
     con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM ({sql})) TO ? (FORMAT parquet)", [str(path)])
     rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchall()[0][0]
-    return dict(rows=rows, spilled=_spilled_bytes(con))
+    return dict(rows=rows, spilled=duckdb_spilled_bytes(con))
 
 HASHED_TABLES = {"scored": "scored/*.parquet", "first_copies": "first_copies.parquet"}  # written with HALVES
 
@@ -92,19 +92,19 @@ def _hashed_view(con, job:CleanJob, name:str # a table of HASHED_TABLES
     "The view `name` over its files in `job.work`, `text_hash` an integer again."
     con.execute(f"""CREATE TEMP VIEW {name} AS
         SELECT * EXCLUDE (hash_hi, hash_lo), (hash_hi::UHUGEINT << 64) | hash_lo::UHUGEINT AS text_hash
-        FROM read_parquet({_sql_str(str(job.work/HASHED_TABLES[name]))})""")
+        FROM read_parquet({sql_str(str(job.work/HASHED_TABLES[name]))})""")
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000018
 def number_rows(job:CleanJob, rank:int, world:int) -> dict:
     "Step 2, one task: exact dedup over all shards → first_copies.parquet; the rows still in → near_rows.parquet."
     con = task_con(job, "number")
     _hashed_view(con, job, "scored")
-    _exact_dedup(con)
+    exact_dedup(con)
     con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM first_copies) TO ? (FORMAT parquet)",
                 [str(job.work/HASHED_TABLES["first_copies"])])
-    rows = _near_rows(con)
+    rows = make_near_rows(con)
     con.execute("COPY near_rows TO ? (FORMAT parquet)", [str(job.work/"near_rows.parquet")])
-    return dict(rows=rows, spilled=_spilled_bytes(con))
+    return dict(rows=rows, spilled=duckdb_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000021
 NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet", "near_pairs": "pairs/*.parquet"}
@@ -112,16 +112,16 @@ NEAR_TABLES = {"near_rows": "near_rows.parquet", "near_bands": "bands/*.parquet"
 def _near_views(con, job:CleanJob, tables:list[str]):
     "Views named `tables` (of NEAR_TABLES) over the files the steps wrote (not copied into DuckDB)."
     for t in tables:
-        con.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM read_parquet({_sql_str(str(job.work/NEAR_TABLES[t]))})")
+        con.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM read_parquet({sql_str(str(job.work/NEAR_TABLES[t]))})")
 
 def sign_batches(job:CleanJob, rank:int, world:int) -> dict:
     "Step 3, `world` tasks: the band keys of the batches `rank` mod `world` → bands/<rank>.parquet."
     con = task_con(job, f"sign-{rank}")
     _near_views(con, job, ["near_rows"])
-    _near_bands(con, job.ccfg, job.seed, rank, world)
+    make_near_bands(con, job.ccfg, job.seed, rank, world)
     con.execute("COPY near_bands TO ? (FORMAT parquet)", [str(job.part("bands", rank))])
     return dict(rows=con.execute("SELECT count(DISTINCT rid) FROM near_bands").fetchall()[0][0],
-                spilled=_spilled_bytes(con))
+                spilled=duckdb_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #vp000004
 CANDIDATES = "candidates"  # how many candidate pairs each task of step 4 found: <rank>.json, for stats.json
@@ -130,33 +130,33 @@ def verify_pairs(job:CleanJob, rank:int, world:int) -> dict:
     "Step 4, `world` tasks: the candidates with j mod `world` = `rank`, verified → pairs/<rank>.parquet."
     con = task_con(job, f"verify-{rank}")
     _near_views(con, job, ["near_rows", "near_bands"])
-    cands = _near_pairs(con, job.ccfg, rank, world)
+    cands = make_near_pairs(con, job.ccfg, rank, world)
     con.execute("COPY near_pairs TO ? (FORMAT parquet)", [str(job.part("pairs", rank))])
     (d := job.work/CANDIDATES).mkdir(exist_ok=True)
     (d/f"{rank:05d}.json").write_text(json.dumps(dict(candidates=cands)))
     return dict(candidates=cands, pairs=con.execute("SELECT count(*) FROM near_pairs").fetchall()[0][0],
-                spilled=_spilled_bytes(con))
+                spilled=duckdb_spilled_bytes(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000024
 def _decide_views(con, job:CleanJob) -> int:
     "The tables step 5 reads, as views of the files of steps 1-4; the candidates step 4 verified."
     _near_views(con, job, ["near_rows", "near_pairs"])
     for table in HASHED_TABLES: _hashed_view(con, job, table)
-    _deduped_view(con)
+    deduped_view(con)
     return sum(json.loads(p.read_text())["candidates"] for p in (job.work/CANDIDATES).glob("*.json"))
 
 def decide(job:CleanJob, rank:int, world:int) -> dict:
     "Step 5, one task: keep-first over the verified pairs; clean/clean.parquet, rejected.parquet, stats.json, .png."
     con = task_con(job, "decide")
-    if job.ccfg.near_dedup: near = _near_decide(con, job.ccfg, _decide_views(con, job))
+    if job.ccfg.near_dedup: near = near_decide(con, job.ccfg, _decide_views(con, job))
     else:  # no steps 2-4: judge exact duplicates here
         _hashed_view(con, job, "scored")
-        _exact_dedup(con)
-        near = _near_dedup(con, job.ccfg, job.seed)
+        exact_dedup(con)
+        near = near_dedup_pass(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
                   near_dedup=near)
-    stats = _write_outputs(con, job.ccfg, job.out, engine)
-    return dict(rows=stats["counts"]["rows_out"], spilled=_spilled_bytes(con), memory_limit=_memory_limit(con))
+    stats = write_outputs(con, job.ccfg, job.out, engine)
+    return dict(rows=stats["counts"]["rows_out"], spilled=duckdb_spilled_bytes(con), memory_limit=duckdb_memory_limit(con))
 
 # %% ../nbs/12_clean_datatrove.ipynb #dt000026b
 def clean_twin(run, # a run whose stages before clean are done
@@ -172,7 +172,7 @@ def clean_twin(run, # a run whose stages before clean are done
 # %% ../nbs/12_clean_datatrove.ipynb #dt000027
 def _table(path:Path, order:str="file, line"):
     "A Parquet file's rows, in `order`, as a list of tuples, and its column names."
-    rel = duckdb.sql(f"SELECT * FROM read_parquet({_sql_str(str(path))}) ORDER BY {order}")
+    rel = duckdb.sql(f"SELECT * FROM read_parquet({sql_str(str(path))}) ORDER BY {order}")
     return rel.fetchall(), rel.columns
 
 def output_diff(a:Path, # one run's clean/ folder

@@ -8,7 +8,7 @@ import functools, io, re, shutil, subprocess, zipfile
 from pathlib import Path
 from typing import NamedTuple
 from .config import SourceCfg
-from .ingest import Event, check_text, escaped, _text_chunks
+from .ingest import Event, check_text, escaped, text_chunks
 
 # %% auto #0
 __all__ = ['OCR_TIMEOUT', 'PDF_HEADER_WITHIN', 'RAW_HEAD', 'OLE_MAGIC', 'DOCUMENT_READERS', 'markdown_table', 'dehyphenate',
@@ -193,7 +193,7 @@ def _record(no:int, text:str, meta:dict, policy:str) -> Event:
 def _page_pieces(res:PageResult, no:int, n:int, unit:str) -> list[tuple[str, dict]]:
     "(text, meta) of the records one page gives under `unit` (page, paragraph or line), tables last."
     meta = dict(kind="page", page=no, pages=n) | ({"ocr": True} if res.outcome == "ocr" else {})
-    texts = [res.text] if unit in ("page", "file") else [t for _, t in _text_chunks(res.text, unit)]
+    texts = [res.text] if unit in ("page", "file") else [t for _, t in text_chunks(res.text, unit)]
     tables = [(markdown_table(t), dict(kind="table", page=no, pages=n, table=j))
               for j, t in enumerate(res.tables, 1) if t]
     return [(t, meta) for t in texts if t.strip()] + tables

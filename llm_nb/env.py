@@ -8,11 +8,12 @@ import contextlib, functools, importlib.util, importlib.metadata, os, platform, 
 import psutil
 
 # %% auto #0
-__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'CJK_FAMILIES', 'nvml_devices', 'gpu_readings', 'cuda_available',
-           'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly', 'cjk_font', 'cjk_fonts']
+__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'CJK_FAMILIES', 'package_version', 'nvml_devices', 'gpu_readings',
+           'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly', 'cjk_font',
+           'cjk_fonts']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
-def _version(pkg:str) -> str|None:
+def package_version(pkg:str) -> str|None:
     "Installed version of `pkg`, or None."
     try: return importlib.metadata.version(pkg)
     except importlib.metadata.PackageNotFoundError: return None
@@ -88,7 +89,7 @@ def env_report() -> dict:
         gpus=[gpu_info(i) for i in range(torch.cuda.device_count())] if cuda else [],
         cpu_bf16=bool(getattr(torch.backends, "cpu", None) and torch.backends.cpu.get_cpu_capability() in BF16_CPUS),
         flash_attn=importlib.util.find_spec("flash_attn") is not None,
-        packages={p: _version(p) for p in REPORTED_PACKAGES},
+        packages={p: package_version(p) for p in REPORTED_PACKAGES},
     )
 
 # %% ../nbs/01_env.ipynb #db705334

@@ -15,6 +15,7 @@ from .config import ConfigError
 from .env import cuda_available, peft_quietly
 from .run import git_revision, save_figure, show_table, timed_stage
 from .track import log_scores
+from .model import base_model_path, load_model, load_tokenizer
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
@@ -408,7 +409,6 @@ def run_evaluate(cfg, run) -> dict:
     "Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks → lm_eval.{json,md,png}."
     from datasets import load_from_disk
     from peft import PeftModel
-    from llm_nb.model import base_model_path, load_model, load_tokenizer
     ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.dir/"train"/"adapter"
     ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
     _check_eval(ec, len(ds))

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import save_figure, show_table, timed_stage
-from .model import base_model_path
+from .model import base_model_path, load_model, load_tokenizer
 from .track import log_scores
+from .env import peft_quietly
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
@@ -43,8 +44,6 @@ def merge_adapter(base:str, # the base model: hub id or folder
                  ) -> Path:
     "Base + LoRA adapter merged into a standalone checkpoint in `out` (with tokenizer files)."
     from peft import PeftModel
-    from llm_nb.env import peft_quietly
-    from llm_nb.model import load_model, load_tokenizer
     dtype = "float32" if mcfg.dtype == "auto" else mcfg.dtype
     model = load_model(base, mcfg.model_copy(update=dict(dtype=dtype)), training=False)
     with peft_quietly(): merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
@@ -268,7 +267,6 @@ def gguf_lm_eval(files:dict, # {format: GGUF file}
                  limit:int=0 # questions per task at most; 0 = all
                 ) -> dict:
     "{format: `task_scores`} of each GGUF file on `tasks`."
-    from llm_nb.model import load_tokenizer
     tok = load_tokenizer(str(merged))
     n_ctx = min(json.loads((merged/"config.json").read_text()).get("max_position_embeddings", 2048), GGUF_EVAL_CTX)
     out = {}

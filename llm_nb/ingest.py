@@ -15,9 +15,9 @@ from .run import Run, timed_stage
 # %% auto #0
 __all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
            'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text',
-           'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text',
-           'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files',
-           'run_ingest']
+           'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'text_chunks',
+           'read_text', 'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key',
+           'source_files', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -173,7 +173,7 @@ def read_json(path:Path, # a JSON document holding a list of records
         yield ev if ev.kind == "ok" else ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
 
 # %% ../nbs/10_ingest.ipynb #87579e24
-def _text_chunks(s:str, text_unit:str) -> list[tuple[int, str]]:
+def text_chunks(s:str, text_unit:str) -> list[tuple[int, str]]:
     "(first line, text) of each record of `s`: the whole text, each line, or each blank-line-separated paragraph."
     if text_unit == "file": return [(1, s)]
     lines = s.split("\n")
@@ -196,7 +196,7 @@ def read_text(path:Path, # a plain-text file
     "Events for a plain-text file: one record per file, paragraph or line."
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         s = f.read().replace("\r\n", "\n").replace("\r", "\n")
-    for no, chunk in _text_chunks(s, text_unit):
+    for no, chunk in text_chunks(s, text_unit):
         if not chunk.strip():
             yield Event("blank", no)
             continue

@@ -9,6 +9,7 @@ from pathlib import Path
 from .config import Config, ConfigError, load_config
 from .run import run_folder
 from .zero import batch_plan
+from .model import base_model_path, launch_memory
 
 # %% auto #0
 __all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_argv',
@@ -179,7 +180,6 @@ def memory_line(cfg:Config # the run's config; its run folder's model/model.json
     "One line: the memory estimate of training as `cfg.launch` runs it, or why there is none yet."
     import json
     from transformers import AutoConfig
-    from llm_nb.model import base_model_path, launch_memory
     mj = run_folder(cfg)/"model"/"model.json"
     if not mj.exists(): return f"memory: no estimate yet ({mj} is missing: run the model stage first)"
     info = json.loads(mj.read_text())

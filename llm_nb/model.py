@@ -8,8 +8,9 @@ import json, math, re, shutil
 from collections import Counter
 from pathlib import Path
 import torch
-from .config import ConfigError, expand
+from .config import ConfigError, DeepSpeedCfg, expand
 from .run import read_json, timed_stage
+from .env import peft_quietly, resolve_loading
 
 # %% auto #0
 __all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS', 'SP_MIN_COVERAGE',
@@ -149,7 +150,6 @@ def load_model(name_or_path:str, # a model folder or hub id
     "A causal LM loaded with the dtype/attention/device map that suit this hardware (quantized for training)."
     import os
     from transformers import AutoModelForCausalLM
-    from llm_nb.env import resolve_loading
     how, qc = resolve_loading(mcfg, rep, training=training), quantization_config(mcfg) if training else None
     device_map = {"": int(os.environ.get("LOCAL_RANK", 0))} if qc is not None else how["device_map"]
     return AutoModelForCausalLM.from_pretrained(
@@ -199,7 +199,6 @@ def add_lora(model, # a causal LM
             ):
     "The model wrapped with a trainable LoRA adapter, settings from `lora_settings` (QLoRA-prepared if quantized)."
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
-    from llm_nb.env import peft_quietly
     s = lora_settings(lcfg, model.config.model_type)
     if getattr(model, "is_loaded_in_8bit", False) or getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
@@ -305,7 +304,6 @@ def estimate_memory(n_params:int, # parameters of the model
                     activations:int=0 # bytes from `activation_bytes` (0: not estimated)
                    ) -> dict:
     "GiB of weights, gradients and optimizer states, and what each GPU and each node's RAM holds under ZeRO."
-    from llm_nb.config import DeepSpeedCfg
     z, s = zero or DeepSpeedCfg(), model_state_bytes(n_params, dtype, trainable)
     stage = 0 if z.stage == "off" else z.stage
     gpu, cpu = zero_state_bytes(s, zero_placement(stage, z.offload_optimizer, z.offload_params), world_size,
@@ -337,7 +335,6 @@ def launch_memory(conf, # the base model's `PretrainedConfig`
                   cfg # the run's `Config`
                  ) -> dict:
     "`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO, ranks, batch)."
-    from llm_nb.env import resolve_loading
     how, t, ln = resolve_loading(cfg.model), cfg.train, cfg.launch
     wdtype = {"8bit": "int8", "4bit": "nf4"}.get(cfg.model.quantization, how["dtype"])
     act = activation_bytes(conf, cfg.tokenize.max_length, t.batch_size, t.gradient_checkpointing, how["dtype"],

@@ -9,7 +9,7 @@ import datetime as dt
 from pathlib import Path
 from fastcore.basics import patch
 from .config import Config, to_yaml, expand
-from .env import _version
+from .env import package_version
 
 # %% auto #0
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter',
@@ -273,7 +273,7 @@ def record(self:Run,
                  outputs=describe_files(outputs, self.dir),
                  counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
                  config_sha256=config_sha256(self.cfg), seconds=self.timings.get(stage),
-                 versions={pkg: _version(pkg.replace("_", "-")) or _version(pkg) for pkg in VERSIONED},
+                 versions={pkg: package_version(pkg.replace("_", "-")) or package_version(pkg) for pkg in VERSIONED},
                  git=git_revision())
     self.set_entry("manifest.json", stage, entry)
     self.set_entry("report.json", stage, dict(counts or {}, **(result or {})))

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 from .run import timed_stage
+from .env import cjk_font
 
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
@@ -217,7 +218,6 @@ def scan_image(text:str, # what the "scanned" page says (Chinese needs a CJK fon
               ):
     "A white grayscale image with `text` drawn large in black: a scanned page without a text layer."
     from PIL import Image, ImageDraw, ImageFont
-    from llm_nb.env import cjk_font
     img = Image.new("L", size, 255)
     latin = all(ord(c) < 0x250 for c in text)
     if not latin and cjk_font() is None: raise RuntimeError(f"{text!r}: drawing it needs a CJK font (fonts-noto-cjk)")

@@ -10,6 +10,7 @@ from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .config import Config, demo_config, load_config
 from .run import Run
+from .env import peft_quietly
 
 # %% auto #0
 __all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have', 'send_json',
@@ -218,7 +219,6 @@ def random_adapter(base:str|Path, # the base model's folder
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
-    from llm_nb.env import peft_quietly
     torch.manual_seed(seed)
     lora = LoraConfig(r=r, lora_alpha=2 * r, target_modules=list(targets), init_lora_weights=False)
     with peft_quietly(): get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora).save_pretrained(out)

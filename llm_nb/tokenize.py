@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 from .config import ConfigError
 from .run import save_figure, sha256_file, timed_stage
+from .model import base_model_path, load_tokenizer
 
 # %% auto #0
 __all__ = ['encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch', 'set_padding_side', 'length_bins',
-           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'save_split', 'run_tokenize']
+           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples', 'save_split',
+           'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -149,7 +151,7 @@ def plot_lengths(lengths:np.ndarray, # token length of each record
     return fig
 
 # %% ../nbs/21_tokenize.ipynb #78fb29cb
-def _examples(ids, tc, name:str) -> tuple:
+def make_examples(ids, tc, name:str) -> tuple:
     "One side's tokenized records packed (or truncated, without `tokenize.pack`) into examples, and its counts."
     kw = dict(batched=True, batch_size=tc.batch_size, remove_columns=ids.column_names)
     if tc.pack:  # Arrow batches in, plain rows out
@@ -197,7 +199,6 @@ def save_split(ds, # a `datasets.Dataset` of examples
 def run_tokenize(cfg, run) -> dict:
     "clean/clean.parquet → tokenize/{train,eval} (datasets), split.json, lengths.png, tokenizer; token counts."
     from datasets import Dataset
-    from llm_nb.model import base_model_path, load_tokenizer
     tc = cfg.tokenize
     src, out = run.dir/"clean"/"clean.parquet", run.stage_dir("tokenize")
     model_path = base_model_path(run.dir)
@@ -207,7 +208,7 @@ def run_tokenize(cfg, run) -> dict:
         fn_kwargs=dict(tok=tok), desc="tokenize")
     lengths = token_lengths(ids)
     split = _split_records(lengths, tc, cfg.run.seed)
-    done = {name: _examples(ids.select(ix), tc, name) for name, ix in split.items()}
+    done = {name: make_examples(ids.select(ix), tc, name) for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
     for name, (ex, _) in done.items(): save_split(ex, out/name)

@@ -13,11 +13,14 @@ from .config import ConfigError
 from .run import is_main_process, timed_stage
 from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wandb_summary
 from .zero import batch_plan, clear_stale_locks, deepspeed_config, world_size
+from .model import add_lora, base_model_path, count_params, load_model, load_tokenizer
+from .env import env_report, resolve_loading
+from .tokenize import set_padding_side
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'precision', 'training_args', 'check_train', 'train_fingerprint', 'CheckpointMarker',
            'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'GuardedTrainer', 'join_deepspeed',
-           'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
+           'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
 
 # %% ../nbs/23_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -199,13 +202,10 @@ def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather 
     deepspeed.init_distributed(dist_backend="gloo" if use_cpu else "nccl")
 
 # %% ../nbs/23_train.ipynb #98542d0f
-def _trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
+def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
     "A `GuardedTrainer` of the LoRA-wrapped base model on tokenize/train (and eval), with checkpoint markers."
     from datasets import load_from_disk
     from transformers import DataCollatorForLanguageModeling, set_seed
-    from llm_nb.model import add_lora, base_model_path, load_model, load_tokenizer
-    from llm_nb.env import env_report, resolve_loading
-    from llm_nb.tokenize import set_padding_side
     set_seed(cfg.run.seed)  # the adapter's random init too: the same seed, the same run
     rep = env_report()
     use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
@@ -236,7 +236,7 @@ def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
     "Train from `ckpt`, starting again from the last complete checkpoint on NaN per `train.nan_policy`."
     t, scale, events = cfg.train, 1.0, []
     for attempt in range(t.max_rollbacks + 1):
-        trainer = _trainer(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
+        trainer = build_trainer(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if dash.live: progress_bar_only(trainer)  # the dashboard draws the loss: no table of it above the picture
         if drill: drill(trainer)
@@ -273,7 +273,6 @@ def save_adapter(trainer, # a trained `Trainer`
 # %% ../nbs/23_train.ipynb #617cdfe5
 def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
     "Steps, first and last logged loss, eval loss, parameter counts, tokens seen and NaN events, for the report."
-    from llm_nb.model import count_params
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     steps, a = trainer.state.global_step, trainer.args
     return dict(steps=steps, first_loss=losses[0], last_loss=losses[-1], train_loss=res.training_loss,

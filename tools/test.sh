@@ -9,6 +9,7 @@
 #      the executed notebooks are kept in _docs/executed),
 #   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
 #   6. pytest tests/ passes (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
+#   7. every bench in bench/ runs at a tiny scale (tools/bench_smoke.sh),
 # then print how literate the notebooks read (tools/nb_metrics.py: information, not a gate)
 # and one closing line: "test: N passed, N failed, N skipped", after the skips with their reasons.
 set -uo pipefail
@@ -92,6 +93,11 @@ if [ "$rc" -eq 5 ]; then echo "pytest collected no test"; py_failed=$((py_failed
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "${py_failed:-0}" -eq 0 ]; then py_failed=1; fi
 passed=$((passed + py_passed)); failed=$((failed + ${py_failed:-0}))
 phase "pytest"
+
+# every bench once at its smallest scale, so that none can rot (after pytest: DeepSpeed's CPU ops are built by then,
+# and clean_slurm uses the Slurm started above); their targets are judged at full scale only
+check "benches ran at a tiny scale (tools/bench_smoke.sh)" bash tools/bench_smoke.sh
+phase "bench smoke"
 [ "$slurm_was_up" = 1 ] || bash tools/slurm_local.sh stop >/dev/null
 
 echo "--- how the notebooks read (information, not a gate) ---"
