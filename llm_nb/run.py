@@ -13,8 +13,9 @@ from .env import package_version
 
 # %% auto #0
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter',
-           'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json', 'write_json_atomic',
-           'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage']
+           'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json', 'write_text_atomic',
+           'write_json_atomic', 'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256',
+           'timed_stage']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -133,13 +134,13 @@ def read_json(path:Path) -> dict:
         raise RunError(f"{path}: not valid JSON ({e}); llm_nb replaces it atomically, so something else wrote it: "
                        "restore it (git, `dvc checkout`) or move it aside and run the stages again") from None
 
-def write_json_atomic(path:Path, data) -> None:
-    "Write `data` to `path` as JSON so that readers see the old file or the new one, whole, even after a kill -9."
+def write_text_atomic(path:Path, text:str) -> None:
+    "Write `text` to `path` so that readers see the old file or the new one, whole, even after a kill -9."
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -150,6 +151,10 @@ def write_json_atomic(path:Path, data) -> None:
     dir_fd = os.open(path.parent, os.O_RDONLY)  # the rename itself reaches the disk with the folder
     try: os.fsync(dir_fd)
     finally: os.close(dir_fd)
+
+def write_json_atomic(path:Path, data) -> None:
+    "Write `data` to `path` as JSON, atomically (`write_text_atomic`)."
+    write_text_atomic(path, json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False))
 
 @contextlib.contextmanager
 def flocked(path:Path, blocking:bool=True):

@@ -12,7 +12,7 @@ with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline trans
 from fastcore.basics import patch
 from .config import TrackCfg
 from .env import gpu_readings, nvml_devices
-from .run import in_jupyter, is_main_process
+from .run import in_jupyter, is_main_process, write_text_atomic
 
 # %% auto #0
 __all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
@@ -178,7 +178,7 @@ class LiveDashboard(TrainerCallback):
         self.out.mkdir(parents=True, exist_ok=True)
         old = [json.loads(l) for l in open(self.series)] if self.series.exists() else []
         self.rows = [r for r in old if r["step"] <= state.global_step]  # a fresh start keeps none
-        self.series.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
+        write_text_atomic(self.series, "".join(json.dumps(r) + "\n" for r in self.rows))  # a kill keeps old or new
         self.t0, self.since, self.done = time.time(), (state.global_step, 0.0), False
         self.sampler.start()
 
