@@ -105,7 +105,14 @@ python tools/nb_metrics.py || true
 echo "phases: $(IFS=,; echo "${phases[*]}" | sed 's/,/, /g')"
 # notebook cells that stepped aside print `skipped: WHAT is not installed here (FIX)` (llm_nb.testing.have; under CI
 # they fail instead); pytest's skips are listed by -rs
-nb_skips=$(grep -ho '"skipped: [^"]*' _docs/executed/*.ipynb 2>/dev/null | sed 's/^"//; s/\\n$//' | sort -u)
+nb_skips=$(python - <<'PY'
+import glob, json
+lines = {l.strip() for f in glob.glob("_docs/executed/*.ipynb") for c in json.load(open(f))["cells"]
+         for o in c.get("outputs", []) if o.get("output_type") == "stream"
+         for l in "".join(o.get("text", [])).splitlines() if l.startswith("skipped: ")}
+print("\n".join(sorted(lines)))
+PY
+)
 nb_skipped=$(echo -n "$nb_skips" | grep -c . || true)
 skipped=$((py_skipped + nb_skipped))
 if [ "$skipped" -gt 0 ]; then
