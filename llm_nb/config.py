@@ -636,7 +636,7 @@ def _json_fields(path:Path, # a JSON document holding a list of records
     return next((list(r) for r in doc if isinstance(r, dict)), None) if isinstance(doc, list) else None
 
 # %% ../nbs/00_config.ipynb #cf9a0011
-FIELD_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # ingest's
+FIELD_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # ingest.EXT_FORMATS adds the rest
 
 def file_fields(path:str|Path, # a csv, jsonl, json or parquet file
                 fmt:str, # its format: "csv", "jsonl", "json" or "parquet"

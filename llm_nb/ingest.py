@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
-from .config import Config, SourceCfg
+from .config import FIELD_FORMATS, Config, SourceCfg
 from .run import Run, timed_stage
 
 # %% auto #0
@@ -205,7 +205,7 @@ def read_text(path:Path, # a plain-text file
         else: yield Event("ok", no, text=text, meta={}, repaired=repaired)
 
 # %% ../nbs/10_ingest.ipynb #662580ff
-EXT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+EXT_FORMATS = {**FIELD_FORMATS,  # the formats with fields (llm_nb.config checks their text_field)
                ".txt": "text", ".text": "text", ".md": "text",
                ".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
 DOCUMENT_FORMATS = ("pdf", "html", "docx")  # read by `llm_nb.documents`
