@@ -6,8 +6,9 @@
 # --dev also makes Doccano 1.8.4's own venv (tools/install_doccano.sh): tests/test_doccano.py runs the real Doccano.
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
-# llama-cpp-python is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with
-# SIGILL on quantized models here), and its wheel is cached outside the repo keyed by version + flags.
+# llama.cpp is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with SIGILL on quantized
+# models here): one CMake build gives llama-server and the shared libraries of the llama-cpp-python wheel, both
+# cached outside the repo keyed by version + flags + arch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLAMA_CPP_VERSION=${LLAMA_CPP_VERSION:-0.3.36}
@@ -34,23 +35,30 @@ if [ ! -f "$src_dir/vendor/llama.cpp/convert_hf_to_gguf.py" ]; then
   $PIP download -q --no-binary :all: --no-deps "llama-cpp-python==$LLAMA_CPP_VERSION" -d "$CACHE/llama"
   tar xzf "$CACHE/llama/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz" -C "$CACHE/llama"
 fi
-# Skip llama.cpp's `common` library and tools: the Python binding needs neither, and it halves the build.
-inc="$CACHE/llama/no_common.cmake"
-echo 'set(LLAMA_BUILD_COMMON OFF CACHE BOOL "" FORCE)' > "$inc"
-cmake_args="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
-key=$(echo "$cmake_args $(uname -m)" | md5sum | cut -c1-8)
+# llama.cpp's own server (parallel slots, /health, /metrics) and libllama/libggml: one build of that source, cached
+server=$(LLAMA_CPP_VERSION=$LLAMA_CPP_VERSION bash tools/build_llama_server.sh | tail -1)
+echo "llama-server: $server"
+# llama-cpp-python without compiling llama.cpp again (-DLLAMA_BUILD=OFF): its wheel takes that build's libraries into
+# llama_cpp/lib, where the package loads them from (no LLAMA_CPP_LIB_PATH)
+lib_dir=$(dirname "$server")
+key=$(cat "$lib_dir"/libllama.so "$lib_dir"/libggml*.so | md5sum | cut -c1-8)  # the wheel is keyed by its libraries
+inc="$CACHE/llama/prebuilt_libs.cmake"
+cat > "$inc" <<CMAKE
+file(GLOB _libs "$lib_dir/libllama.so*" "$lib_dir/libggml*.so*")
+install(FILES \${_libs} DESTINATION \${SKBUILD_PLATLIB_DIR}/llama_cpp/lib)
+CMAKE
 wheel_dir="$CACHE/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$key"
 if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-  echo "building llama-cpp-python $LLAMA_CPP_VERSION (portable, ~3-5 min, cached afterwards in $wheel_dir)"
-  mkdir -p "$wheel_dir.tmp"
-  CMAKE_ARGS="$cmake_args -DCMAKE_PROJECT_llama.cpp_INCLUDE=$inc" \
+  rm -rf "$wheel_dir.tmp" && mkdir -p "$wheel_dir.tmp"
+  CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama_cpp_INCLUDE=$inc" \
     $PIP wheel -q --no-deps -w "$wheel_dir.tmp" "$src_dir"
   rm -rf "$wheel_dir" && mv "$wheel_dir.tmp" "$wheel_dir"
 fi
-$PIP install -q --no-deps "$wheel_dir"/llama_cpp_python-*.whl
-# llama.cpp's own server (parallel slots, /health, /metrics), from the same source; cached like the wheel (~7 min once)
-server=$(LLAMA_CPP_VERSION=$LLAMA_CPP_VERSION bash tools/build_llama_server.sh | tail -1)
-echo "llama-server: $server"
+for d in "$CACHE/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-"*; do [ "$d" = "$wheel_dir" ] || rm -rf "$d"; done
+# pip keeps an installed llama-cpp-python of the same version: reinstall when its libllama is not this build's
+pkg_lib=$(python -c "import importlib.util as u; s = u.find_spec('llama_cpp'); print(s.submodule_search_locations[0] if s else '')")/lib
+cmp -s "$pkg_lib/libllama.so" "$lib_dir/libllama.so" \
+  || $PIP install -q --no-deps --force-reinstall "$wheel_dir"/llama_cpp_python-*.whl
 [ "$want_vllm" = 1 ] && [ "$has_cuda" = 1 ] && extras="$extras,serve"  # official vLLM (CUDA) in this env
 $PIP install -q -e ".[$extras]"
 # Debian packages the tests use: Prometheus + promtool (the monitor tests scrape and check rules with them),
