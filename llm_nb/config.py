@@ -156,7 +156,7 @@ class CleanCfg(Section):
     threads: int = Field(2, gt=0)  # DuckDB threads (per task, with datatrove)
     # kept texts sampled for the top-terms table (on the review corpus x20, 5,000 give the top 15 that 200,000 give)
     top_terms_sample: int = Field(5_000, gt=0)
-    # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (12_clean_datatrove)
+    # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (13_clean_datatrove)
     engine: Literal["duckdb", "datatrove"] = "duckdb"
     executor: Literal["slurm", "local"] = "slurm"  # datatrove's: Slurm jobs (`launch.slurm`), or local processes
     tasks: int = Field(2, gt=0)  # datatrove tasks of each parallel step (input shards, signature batches)

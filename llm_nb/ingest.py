@@ -4,64 +4,21 @@
 
 # %% ../nbs/10_ingest.ipynb #192668e8
 from __future__ import annotations
-import csv, glob, hashlib, json, random, re, time, datetime as dt
+import csv, glob, hashlib, json, random, time, datetime as dt
 from pathlib import Path
 from typing import Callable, NamedTuple
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
 from .config import FIELD_FORMATS, Config, SourceCfg
-from .run import Run, timed_stage
+from .run import Run, Stage
+from .records import Event, check_text, escaped, take_record, text_chunks
+from .documents import document_events
 
 # %% auto #0
 __all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
-           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text',
-           'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'text_chunks',
-           'read_text', 'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key',
-           'source_files', 'run_ingest']
-
-# %% ../nbs/10_ingest.ipynb #b0505fc4
-class Event(NamedTuple):
-    "What a reader found at one line, row, item or API page."
-    kind:str  # "ok", "bad", "blank", "failed_page"; documents also "doc" (its page count) and "page" (an outcome)
-    line:int  # 1-based line, row or item number (the page number of a failed page; 0: the whole file)
-    text:str|None = None  # ok: the record's text
-    meta:dict|None = None  # ok: the record's other fields
-    repaired:bool = False  # ok: undecodable bytes were replaced by U+FFFD
-    reason:str = ""  # bad, failed_page: why the record or page is dead-lettered; page: its outcome
-    raw:str = ""  # bad: the record as read, undecodable bytes escaped
-
-# %% ../nbs/10_ingest.ipynb #d195f435
-_BAD = re.compile("[\udc80-\udcff]")  # the lone surrogates `surrogateescape` turns undecodable bytes into
-
-def check_text(text:str, # a decoded text, maybe holding escaped bad bytes
-               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
-              ) -> tuple[str|None, str|None, bool]:
-    "(text, None, repaired) if usable under `policy`, else (None, reason, False)."
-    m = _BAD.search(text)
-    if not m: return text, None, False
-    if policy != "replace": return None, f"invalid utf-8 at character {m.start()}", False
-    return _BAD.sub("\ufffd", text), None, True
-
-def escaped(text:str) -> str:
-    "A string safe to write as UTF-8 JSON: undecodable bytes shown as \\xNN."
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-# %% ../nbs/10_ingest.ipynb #b963cf75
-def take_record(obj, # a parsed record: a JSON value, a CSV row or a Parquet row as a dict
-                text_field:str, # the field holding the text
-                policy:str, # `bad_utf8`: "quarantine" or "replace"
-                line:int=0 # the record's line, row or item number
-               ) -> Event:
-    "An ok event with the text and the other fields as `meta`, or a bad event with the reason."
-    if not isinstance(obj, dict): return Event("bad", line, reason=f"not a json object but {type(obj).__name__}")
-    if text_field not in obj: return Event("bad", line, reason=f"missing field '{text_field}'")
-    t = obj[text_field]
-    if not isinstance(t, str):
-        return Event("bad", line, reason=f"field '{text_field}' is {type(t).__name__}, not a string")
-    text, reason, repaired = check_text(t, policy)
-    if text is None: return Event("bad", line, reason=reason)
-    meta = {k: v for k, v in obj.items() if k != text_field}
-    return Event("ok", line, text=text, meta=meta, repaired=repaired)
+           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'INGEST', 'read_jsonl',
+           'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text', 'file_events', 'FetchError',
+           'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #46005127
 UTF8_BOM = b"\xef\xbb\xbf"  # the byte order mark some tools put before the first line
@@ -173,22 +130,6 @@ def read_json(path:Path, # a JSON document holding a list of records
         yield ev if ev.kind == "ok" else ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
 
 # %% ../nbs/10_ingest.ipynb #87579e24
-def text_chunks(s:str, text_unit:str) -> list[tuple[int, str]]:
-    "(first line, text) of each record of `s`: the whole text, each line, or each blank-line-separated paragraph."
-    if text_unit == "file": return [(1, s)]
-    lines = s.split("\n")
-    if text_unit == "line": return list(enumerate(lines, 1))
-    chunks, cur, start = [], [], None
-    for no, line in enumerate(lines, 1):
-        if line.strip():
-            cur.append(line)
-            start = start or no
-        elif cur:
-            chunks.append((start, "\n".join(cur)))
-            cur, start = [], None
-    if cur: chunks.append((start, "\n".join(cur)))
-    return chunks
-
 def read_text(path:Path, # a plain-text file
               text_unit:str="file", # one record per "file", "paragraph" or "line"
               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
@@ -222,7 +163,6 @@ def file_events(path:Path, # one file matched by the source's glob
     if fmt == "parquet": return read_parquet(path, src.text_field, policy)
     if fmt == "json": return read_json(path, src.text_field, policy, src.records_field)
     if fmt in DOCUMENT_FORMATS:
-        from llm_nb.documents import document_events  # built on this module's events, so imported when needed
         return document_events(path, fmt, src, policy)
     return read_text(path, src.text_unit, policy)
 
@@ -439,7 +379,10 @@ def _summary(total:dict) -> str:
             f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{dead}{failed})")
 
 # %% ../nbs/10_ingest.ipynb #3f34b765
-@timed_stage("ingest", watch=source_files)
+INGEST = Stage("ingest", writes=("ingest/parts", "ingest/dead_letter.jsonl", "ingest/dead", "ingest/state"),
+               named=lambda cfg: [s.path for s in cfg.ingest.sources if s.kind == "files"], watch=source_files)
+
+@INGEST
 def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to read
                run:Run # the run whose `ingest/` folder is written
               ) -> dict:
