@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
 from .env import cjk_fonts
+from .records import TURN_MARK
 from .run import Stage, save_figure
 
 # %% auto #0
@@ -18,12 +19,12 @@ __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERN
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
            'TEXT_KEY', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE',
            'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES',
-           'SAMPLE_CHARS', 'REASONS', 'HITS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc', 'normalize_sql',
-           'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns',
-           'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at', 'connect',
-           'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows',
-           'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass', 'clean_stats',
-           'plot_stats', 'write_outputs', 'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
+           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc',
+           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words',
+           'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at',
+           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
+           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
+           'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -574,6 +575,15 @@ REASONS = """SELECT reason, sum(n)::BIGINT FROM (
 HITS = """SELECT (SELECT coalesce(sum(sensitive_hits), 0) FROM scored)
                  + (SELECT coalesce(sum(hits * copies), 0) FROM first_copies)"""  # SQL of the sensitive-word hits
 
+# conversations (`llm_nb.records`: a text starting with a turn mark) among the kept rows, and their turns
+CONVERSATIONS = f"""SELECT count(*), coalesce(sum(length(text) - length(replace(text, '{TURN_MARK}', ''))), 0)::BIGINT
+                    FROM kept WHERE starts_with(text, '{TURN_MARK}')"""
+
+def _conversations(con) -> dict:
+    "{kept, turns}: the conversations kept and their turns (the rest of the kept rows are plain text)."
+    kept, turns = _query(con, CONVERSATIONS)[0]
+    return dict(kept=kept, turns=turns)
+
 def clean_stats(con, # a connection holding the stage's tables `scored`, `first_copies`, `near_dups` and `kept`
                 ccfg # the `clean` config section
                ) -> dict:
@@ -581,7 +591,7 @@ def clean_stats(con, # a connection holding the stage's tables `scored`, `first_
     rows_in, rows_out = _query(con, "SELECT (SELECT count(*) FROM scored), (SELECT count(*) FROM kept)")[0]
     by_reason = dict(_query(con, REASONS))
     hist, median = _lengths(con)
-    return dict(counts=_counts(rows_in, rows_out, by_reason),
+    return dict(counts=_counts(rows_in, rows_out, by_reason), conversations=_conversations(con),
                 rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
                 sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
                 top_terms=_top_terms(con, ccfg.top_terms_sample), length_median=median)
@@ -652,7 +662,8 @@ def duckdb_memory_limit(con) -> str:
 
 def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned."
-    res = dict(stats["counts"], rejected=stats["rejected"], pii=stats["pii"], sensitive_hits=stats["sensitive_hits"],
+    res = dict(stats["counts"], conversations=stats["conversations"], rejected=stats["rejected"], pii=stats["pii"],
+               sensitive_hits=stats["sensitive_hits"],
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     words = run.cfg.clean.sensitive_words_file  # the word list is an input too
     inputs = [run.input("ingest/parts")] + ([run.path(words)] if words else [])

@@ -4,11 +4,14 @@
 
 # %% ../nbs/07_records.ipynb #rc000005
 from __future__ import annotations
-import re
+import json, re
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['Event', 'check_text', 'escaped', 'take_record', 'text_chunks']
+__all__ = ['SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'TURN_MARK', 'ROLE_END', 'Event',
+           'check_text', 'escaped', 'shape_of', 'BadRecord', 'messages_turns', 'sharegpt_turns', 'alpaca_turns',
+           'prompt_completion_turns', 'check_turns', 'encode_turns', 'decode_turns', 'take_conversation', 'take_record',
+           'text_chunks']
 
 # %% ../nbs/07_records.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -37,14 +40,162 @@ def escaped(text:str) -> str:
     "A string safe to write as UTF-8 JSON: undecodable bytes shown as \\xNN."
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
+# %% ../nbs/07_records.ipynb #cv000002
+SHAPE_KEYS = {"messages": "messages", "sharegpt": "conversations", "alpaca": "instruction",
+              "prompt_completion": "prompt"}  # shape: the key that tells it, looked for in this order
+SHAPES = ("text", *SHAPE_KEYS)
+
+def shape_of(keys, # the record's keys (a dict, a CSV header, a Parquet schema's names)
+             shape:str="auto" # the source's `shape`: "auto" or one of `SHAPES`
+            ) -> str:
+    "The shape of records with `keys`: `shape` when set, else the first whose key they have; text when none."
+    if shape != "auto": return shape
+    return next((s for s, k in SHAPE_KEYS.items() if k in keys), "text")
+
+# %% ../nbs/07_records.ipynb #cv000005
+class BadRecord(ValueError):
+    "A record that cannot be taken as it is; the message names the field."
+
+def _kind(v) -> str: return "null" if v is None else type(v).__name__
+
+def _get(obj:dict, key:str, kind=str, where:str|None=None):
+    "`obj[key]`, a `BadRecord` naming `where` (default: the key) when it is missing or not a `kind`."
+    where = where or key
+    if key not in obj: raise BadRecord(f"missing field '{where}'")
+    if not isinstance(v := obj[key], kind):
+        raise BadRecord(f"field '{where}' is {_kind(v)}, not a {'string' if kind is str else kind.__name__}")
+    return v
+
+# %% ../nbs/07_records.ipynb #cv000007
+ROLES = ("system", "user", "assistant", "tool")
+
+def _content(c, where:str) -> str:
+    "A message's content as a string: a string, or the text of a list of text parts."
+    if isinstance(c, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in c):
+        return "".join(_get(p, "text", where=f"{where}[{i}].text") for i, p in enumerate(c))
+    if not isinstance(c, str): raise BadRecord(f"field '{where}' is {_kind(c)}, not a string")
+    return c
+
+def messages_turns(obj:dict, key:str="messages") -> list[tuple]:
+    "The turns of an OpenAI messages list at `obj[key]`."
+    out = []
+    for i, m in enumerate(_get(obj, key, list)):
+        f = f"{key}[{i}]"
+        if not isinstance(m, dict): raise BadRecord(f"field '{f}' is {_kind(m)}, not an object")
+        if (role := m.get("role")) not in ROLES:
+            raise BadRecord(f"field '{f}.role': unknown role {role!r} (one of {', '.join(ROLES)})")
+        extras = {k: v for k, v in m.items() if k not in ("role", "content")}
+        c = m.get("content")
+        c = "" if c is None and extras.get("tool_calls") else _content(c, f"{f}.content")
+        out.append((f"{f}.content", role, c, extras))
+    return out
+
+# %% ../nbs/07_records.ipynb #cv000010
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
+                  "function_call": "assistant", "observation": "tool", "tool": "tool"}
+
+def _system(obj:dict) -> list[tuple]:
+    "A system turn from the record's optional `system` field."
+    return [("system", "system", _get(obj, "system"), {})] if obj.get("system") not in (None, "") else []
+
+def sharegpt_turns(obj:dict) -> list[tuple]:
+    "The turns of a ShareGPT record (`conversations` of `from`/`value`, an optional `system`)."
+    out = _system(obj)
+    for i, m in enumerate(_get(obj, "conversations", list)):
+        f = f"conversations[{i}]"
+        if not isinstance(m, dict): raise BadRecord(f"field '{f}' is {_kind(m)}, not an object")
+        if (who := m.get("from")) not in SHAREGPT_ROLES:
+            raise BadRecord(f"field '{f}.from': unknown speaker {who!r} (one of {', '.join(SHAREGPT_ROLES)})")
+        out.append((f"{f}.value", SHAREGPT_ROLES[who], _content(m.get("value"), f"{f}.value"), {}))
+    return out
+
+def alpaca_turns(obj:dict) -> list[tuple]:
+    "The turns of an Alpaca record: optional `system` and `history` pairs, then `instruction` (+ `input`) → `output`."
+    question, extra = _get(obj, "instruction"), obj.get("input") or ""
+    if not isinstance(extra, str): raise BadRecord(f"field 'input' is {_kind(extra)}, not a string")
+    out = _system(obj)
+    for i, pair in enumerate(obj.get("history") or []):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+            raise BadRecord(f"field 'history[{i}]' is not a [question, answer] pair of strings")
+        out += [(f"history[{i}][0]", "user", pair[0], {}), (f"history[{i}][1]", "assistant", pair[1], {})]
+    user = question + ("\n\n" + extra if extra else "")
+    return out + [("instruction", "user", user, {}), ("output", "assistant", _get(obj, "output"), {})]
+
+def prompt_completion_turns(obj:dict) -> list[tuple]:
+    "The turns of a prompt/completion record: strings, or lists of messages."
+    def part(key, role):
+        if isinstance(obj.get(key), list): return messages_turns(obj, key)
+        return [(key, role, _get(obj, key), {})]
+    return part("prompt", "user") + part("completion", "assistant")
+
+TURNS_OF = dict(messages=messages_turns, sharegpt=sharegpt_turns, alpaca=alpaca_turns,
+                prompt_completion=prompt_completion_turns)
+SHAPE_FIELDS = dict(messages={"messages"}, sharegpt={"conversations", "system"}, prompt_completion={"prompt", "completion"},
+                    alpaca={"instruction", "input", "output", "system", "history"})  # what the turns are made of
+
+# %% ../nbs/07_records.ipynb #cv000013
+TURN_MARK, ROLE_END = "\ue000", "\ue001"  # private-use characters: no clean pass changes them; refused in content
+
+def check_turns(turns:list[tuple], # (field, role, content, extras) from `TURNS_OF`
+                key:str, # the field holding the conversation, for the error of a wrong ending
+                policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+               ) -> tuple[list[tuple], bool]:
+    "The turns with their content checked (repaired under `replace`), and whether any was repaired; else `BadRecord`."
+    out, seen_user, repaired = [], False, False
+    for f, role, content, extras in turns:
+        if TURN_MARK in content or ROLE_END in content:
+            raise BadRecord(f"field '{f}' holds U+E000 or U+E001, the characters that mark turns")
+        text, reason, fixed = check_text(content, policy)
+        if text is None: raise BadRecord(f"field '{f}': {reason}")
+        if role == "assistant" and not text.strip() and not extras.get("tool_calls"):
+            raise BadRecord(f"field '{f}': empty assistant turn")
+        if role == "assistant" and not seen_user: raise BadRecord(f"field '{f}': an assistant turn with no user turn before it")
+        seen_user, repaired = seen_user or role == "user", repaired or fixed
+        out.append((f, role, text, extras))
+    if not out or out[-1][1] != "assistant":
+        raise BadRecord(f"field '{key}': the conversation does not end with an assistant turn")
+    return out, repaired
+
+# %% ../nbs/07_records.ipynb #cv000016
+def encode_turns(turns:list # (role, content) pairs
+                ) -> str:
+    "The stored text of a conversation: each turn's content after a mark naming its role."
+    return "".join(f"{TURN_MARK}{role}{ROLE_END}{content}" for role, content in turns)
+
+def decode_turns(text:str) -> list[dict]|None:
+    "The turns `[{role, content}]` of a stored conversation; None for plain text."
+    if not text.startswith(TURN_MARK): return None
+    return [dict(zip(("role", "content"), t.split(ROLE_END, 1))) for t in text[1:].split(TURN_MARK)]
+
 # %% ../nbs/07_records.ipynb #b963cf75
+def take_conversation(obj:dict, # a parsed record of a conversation shape
+                      shape:str, # one of `TURNS_OF`
+                      policy:str, # `bad_utf8`: "quarantine" or "replace"
+                      line:int=0 # the record's line, row or item number
+                     ) -> Event:
+    "An ok event with the conversation's stored text (`encode_turns`) and the other fields as `meta`, or a bad one."
+    key = SHAPE_KEYS[shape]
+    try:
+        if isinstance(obj.get(key), str) and shape in ("messages", "sharegpt"):  # a JSON string (CSV, Parquet)
+            try: obj = {**obj, key: json.loads(obj[key])}
+            except json.JSONDecodeError as e:
+                raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e.msg})") from None
+        turns, repaired = check_turns(TURNS_OF[shape](obj), key, policy)
+    except BadRecord as e: return Event("bad", line, reason=str(e))
+    meta = {k: v for k, v in obj.items() if k not in SHAPE_FIELDS[shape]}
+    extras = {i: x for i, (*_, x) in enumerate(turns) if x}
+    return Event("ok", line, text=encode_turns([(r, c) for _, r, c, _ in turns]), meta=meta | ({"turn_extras": extras} if extras else {}),
+                 repaired=repaired)
+
 def take_record(obj, # a parsed record: a JSON value, a CSV row or a Parquet row as a dict
-                text_field:str, # the field holding the text
+                text_field:str, # the field holding the text (plain-text records)
                 policy:str, # `bad_utf8`: "quarantine" or "replace"
-                line:int=0 # the record's line, row or item number
+                line:int=0, # the record's line, row or item number
+                shape:str="auto" # "auto" (the keys decide, `shape_of`) or one of `SHAPES`
                ) -> Event:
-    "An ok event with the text and the other fields as `meta`, or a bad event with the reason."
+    "An ok event with the text (or stored conversation) and the other fields as `meta`, or a bad event with the reason."
     if not isinstance(obj, dict): return Event("bad", line, reason=f"not a json object but {type(obj).__name__}")
+    if (s := shape_of(obj, shape)) != "text": return take_conversation(obj, s, policy, line)
     if text_field not in obj: return Event("bad", line, reason=f"missing field '{text_field}'")
     t = obj[text_field]
     if not isinstance(t, str):
