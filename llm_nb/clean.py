@@ -11,20 +11,21 @@ import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
 from .env import cjk_fonts
-from .records import TURN_MARK
+from .records import SCHEMA, TURN_MARK
 from .run import Stage, save_figure
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
-           'TEXT_KEY', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE',
-           'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS', 'REJECT_SAMPLES',
-           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc',
-           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words',
-           'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at',
-           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
-           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
-           'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
+           'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
+           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS',
+           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN',
+           'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql',
+           'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh',
+           'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup',
+           'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs',
+           'near_decide', 'near_dedup_pass', 'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit',
+           'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -324,7 +325,8 @@ def _first_copies(con, ccfg=None, words:list[str]=()):
                 FROM scored WHERE reason IS NULL GROUP BY text_hash)))
         WHERE copies > 1 OR verdict IS NOT NULL  -- a text alone and kept: its row is its first copy""")
 
-ROW_COLS = "text, source, file, line, meta"  # the ingest columns both output files keep
+NOT_KEPT = ("ingest_time",)  # when ingest read the row: it changes with each re-read, and clean's outputs would with it
+ROW_COLS = ", ".join(c for c in SCHEMA.names if c not in NOT_KEPT)  # the ingest columns both output files keep
 IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
 def exact_dedup(con, ccfg=None, words:list[str]=()):

@@ -11,11 +11,11 @@ import httpx
 import pyarrow as pa, pyarrow.parquet as pq
 from .config import FIELD_FORMATS, Config, SourceCfg
 from .run import Run, Stage
-from .records import Event, check_text, decode_turns, escaped, shape_of, take_record, text_chunks
+from .records import SCHEMA, Event, check_text, decode_turns, escaped, shape_of, take_record, text_chunks
 from .documents import document_events
 
 # %% auto #0
-__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
+__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'PAGE_OUTCOMES', 'COUNTS',
            'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'INGEST', 'read_jsonl',
            'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text', 'file_events', 'FetchError',
            'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files', 'run_ingest']
@@ -227,9 +227,6 @@ def http_events(src:SourceCfg, # the http source (`Config.ingest.sources[i]`)
         if own: client.close()
 
 # %% ../nbs/10_ingest.ipynb #2ee3c46e
-SCHEMA = pa.schema([("text", pa.string()), ("source", pa.string()), ("file", pa.string()), ("line", pa.int64()),
-                    ("ingest_time", pa.timestamp("s", tz="UTC")), ("meta", pa.string())])
-
 def _row(ev:Event, source:str, file:str, now:dt.datetime) -> tuple:
     "The values of `SCHEMA` for an ok event."
     return ev.text, source, file, ev.line, now, json.dumps(ev.meta, ensure_ascii=False, default=str)

@@ -6,12 +6,13 @@
 from __future__ import annotations
 import json, re
 from typing import NamedTuple
+import pyarrow as pa
 
 # %% auto #0
-__all__ = ['SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'TURN_MARK', 'ROLE_END', 'Event',
-           'check_text', 'escaped', 'shape_of', 'BadRecord', 'messages_turns', 'sharegpt_turns', 'alpaca_turns',
-           'prompt_completion_turns', 'check_turns', 'encode_turns', 'decode_turns', 'take_conversation', 'take_record',
-           'text_chunks']
+__all__ = ['SCHEMA', 'SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'TURN_MARK', 'ROLE_END',
+           'Event', 'check_text', 'escaped', 'shape_of', 'BadRecord', 'messages_turns', 'sharegpt_turns',
+           'alpaca_turns', 'prompt_completion_turns', 'check_turns', 'encode_turns', 'decode_turns',
+           'take_conversation', 'take_record', 'text_chunks']
 
 # %% ../nbs/07_records.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -23,6 +24,10 @@ class Event(NamedTuple):
     repaired:bool = False  # ok: undecodable bytes were replaced by U+FFFD
     reason:str = ""  # bad, failed_page: why the record or page is dead-lettered; page: its outcome
     raw:str = ""  # bad: the record as read, undecodable bytes escaped
+
+# %% ../nbs/07_records.ipynb #rs000002
+SCHEMA = pa.schema([("text", pa.string()), ("source", pa.string()), ("file", pa.string()), ("line", pa.int64()),
+                    ("ingest_time", pa.timestamp("s", tz="UTC")), ("meta", pa.string())])  # `meta`: the other fields, JSON
 
 # %% ../nbs/07_records.ipynb #d195f435
 _BAD = re.compile("[\udc80-\udcff]")  # the lone surrogates `surrogateescape` turns undecodable bytes into

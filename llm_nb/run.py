@@ -259,6 +259,11 @@ def report(self:Run) -> dict:
     return read_json(self.dir/"report.json")
 
 @patch
+def recorded_stages(self:Run) -> list[str]:
+    "The stages the manifest has an entry for ([] before any)."
+    return list(self.manifest()["stages"]) if (self.dir/"manifest.json").exists() else []
+
+@patch
 def recorded_outputs(self:Run) -> dict:
     "{relative path: {sha256, bytes, mtime_ns, stage}} of every output the manifest records ({} before any)."
     if not (self.dir/"manifest.json").exists(): return {}
@@ -308,7 +313,7 @@ def set_seconds(self:Run, stage:str, seconds:float):
     self.timings[stage] = round(seconds, 3)
     def put(data):
         if stage in data.get("stages", {}): data["stages"][stage]["seconds"] = self.timings[stage]
-    if (self.dir/"manifest.json").exists(): self.update_json("manifest.json", put)
+    if stage in self.recorded_stages(): self.update_json("manifest.json", put)  # no entry: nothing to write
 
 def timed_stage(name:str, # the stage's name in the manifest
                 watch=None # `watch(cfg, run)` → files the stage will read beyond earlier stages' (None: unknowable)
