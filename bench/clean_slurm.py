@@ -50,7 +50,7 @@ def step_spans(work:Path) -> dict:
 
 def timed_clean(run) -> float:
     "Wall seconds of run_clean on `run`."
-    from llm_nb.clean import run_clean
+    from llm_nb.clean_datatrove import run_clean
     t = time.perf_counter()
     run_clean(run.cfg, run)
     return time.perf_counter() - t

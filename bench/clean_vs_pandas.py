@@ -37,7 +37,7 @@ LLM_NB = r'''
 import json, sys
 from llm_nb.config import load_config
 from llm_nb.run import Run
-from llm_nb.clean import run_clean
+from llm_nb.clean_datatrove import run_clean
 root, words, mem, job = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 exact_only = {"clean.near_dedup": False, "clean.min_chars": 1, "clean.max_symbol_ratio": 1, "clean.max_digit_ratio": 1,
               "clean.max_dup_line_ratio": 1, "clean.require_letters": False,

@@ -114,7 +114,7 @@ def main():
     hf_logging.set_verbosity_error()
     from llm_nb.config import TrackCfg
     from llm_nb.testing import run_until
-    from llm_nb.zero import batch_plan
+    from llm_nb.deepspeed_config import batch_plan
     instrument()
     ov = {"train.max_steps": a.steps, "train.logging_steps": a.logging_steps, "train.save_steps": 0,
           "train.eval_steps": 0, "train.resume": "no", "track.wandb": "offline", "track.sample_s": a.sample_s,

@@ -33,7 +33,7 @@ RUN = r'''
 import json, sys
 from llm_nb.config import load_config
 from llm_nb.run import Run
-from llm_nb.clean import run_clean
+from llm_nb.clean_datatrove import run_clean
 root, words, mem, near = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4] == "near"
 cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.sensitive_words": words, "clean.near_dedup": near,
                            "clean.memory_limit": mem, "clean.threads": 2})

@@ -669,7 +669,7 @@ def heldout_texts(run, # a run through the tokenize stage
                  ) -> list[str]:
     "The held-out split of the tokenize stage, decoded back to text blocks."
     from datasets import load_from_disk
-    ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
+    ds = load_from_disk(str(run.input("tokenize/eval")))
     return [tokenizer.decode(ids, skip_special_tokens=True) for ids in ds["input_ids"]]
 
 # %% ../nbs/42_bench.ipynb #e5e0c005
@@ -692,7 +692,7 @@ def bench_server(cfg, # the run's config (its `bench` section)
                  table:bool=True # print the whole summary (False: one line; a comparison table follows)
                 ) -> dict:
     "Benchmark a running `Server` with the run's prompts and tokenizer; print and return the summary."
-    tok = load_tokenizer(str(run.dir/"export"/"merged"))
+    tok = load_tokenizer(str(run.input("export/merged")))
     texts = heldout_texts(run, tok) if cfg.bench.dataset == "text" else None
     m = benchmark(server.base_url, cfg.bench, tok, out, server.headers, server.model_name, texts)
     print(format_summary(m) if table else m.get("failure") or
@@ -707,7 +707,7 @@ def run_bench(cfg, # the run's config (its `bench` section)
     "Benchmark a running `Server`; write bench/results.json and bench/bench.png; record the summary in the manifest."
     out = run.stage_dir("bench")
     m = bench_server(cfg, run, server, out)
-    run.record("bench", inputs=[run.dir/"tokenize"/"eval", *[p for p in served_files(cfg, run) if p.exists()]],
+    run.record("bench", inputs=[run.input("tokenize/eval"), *[p for p in served_files(cfg, run) if p.exists()]],
                outputs=[out/"results.json", out/"bench.png"],
                counts={k: v for k, v in m.items() if k != "server_metrics"})
     check_error_rate(m, cfg.bench.max_error_rate)

@@ -10,9 +10,10 @@ import httpx, yaml
 from fastcore.imports import in_ipython
 from .config import ConfigError, load_config, demo_config_path, check_paths
 from .run import Run, RunError, disk_space, run_folder
-from .version import format_lineage, lineage
+from .lineage import format_lineage, lineage
 from .bench import BenchFailed, benchmark, check_error_rate, format_summary, served_models
-from .pipeline import STAGES, run_pipeline, write_dvc
+from .pipeline import STAGES, run_pipeline
+from .lineage import write_dvc
 from .doctor import doctor
 from .model import load_tokenizer
 from .env import env_report, recommend
@@ -135,7 +136,7 @@ def dvc_cli(config:str, # the config file
            ) -> int:
     "`llm_nb dvc CONFIG [--project DIR]`: write the DVC files and say what runs them."
     project = Path(project or ".").resolve()
-    files = write_dvc(load_config(Path(config)), project)
+    files = write_dvc(load_config(Path(config)), project, STAGES)
     print(f"wrote {', '.join(f.name for f in files)} in {project}: `dvc repro` runs what changed, "
           "`dvc push` stores the data on the remote (write them again after changing the config or llm_nb)")
     return 0

@@ -8,6 +8,7 @@ import csv, difflib, ipaddress, itertools, json, re
 from pathlib import Path
 from typing import Annotated, Literal
 import yaml
+from .records import shape_of
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # %% auto #0
@@ -89,7 +90,9 @@ class SourceCfg(Section):
     path: str = ""  # files: a glob, `{run}` allowed
     # auto: by file extension
     format: Literal["auto", "jsonl", "json", "csv", "parquet", "text", "pdf", "html", "docx"] = "auto"
-    text_field: str = "text"  # field or column holding the text
+    text_field: str = "text"  # field or column holding the text (plain-text records)
+    # auto: the record's keys decide (messages, conversations, instruction, prompt: a conversation; else text_field)
+    shape: Literal["auto", "text", "messages", "sharegpt", "alpaca", "prompt_completion"] = "auto"
     # text and PDF: one record per file, page (PDF), blank-line paragraph or line (of each page, in a PDF)
     text_unit: Literal["file", "page", "paragraph", "line"] = "file"
     tables: bool = True  # PDF, DOCX: each table its own record (Markdown); False: left in the text
@@ -156,7 +159,7 @@ class CleanCfg(Section):
     threads: int = Field(2, gt=0)  # DuckDB threads (per task, with datatrove)
     # kept texts sampled for the top-terms table (on the review corpus x20, 5,000 give the top 15 that 200,000 give)
     top_terms_sample: int = Field(5_000, gt=0)
-    # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (12_clean_datatrove)
+    # duckdb: one process; datatrove: the same passes as datatrove steps, `tasks` at a time (13_clean_datatrove)
     engine: Literal["duckdb", "datatrove"] = "duckdb"
     executor: Literal["slurm", "local"] = "slurm"  # datatrove's: Slurm jobs (`launch.slurm`), or local processes
     tasks: int = Field(2, gt=0)  # datatrove tasks of each parallel step (input shards, signature batches)
@@ -664,7 +667,8 @@ def _text_field_error(i:int, # the source's index in `ingest.sources`
     for f in files[:MAX_FIELD_CHECKS]:
         fmt = src.format if src.format != "auto" else FIELD_FORMATS.get(Path(f).suffix.lower())
         fields = file_fields(f, fmt, src.records_field) if fmt in FIELD_FORMATS.values() else None
-        if fields is not None and src.text_field not in fields: bad.append((f, fields))
+        if fields is not None and shape_of(fields, src.shape) == "text" and src.text_field not in fields:
+            bad.append((f, fields))
     if not bad: return None
     (f, fields), more = bad[0], f"; nor have {len(bad) - 1} more of its files" if len(bad) > 1 else ""
     has = ", ".join(map(str, fields[:20])) + (", ..." if len(fields) > 20 else "")

@@ -13,7 +13,7 @@ from .config import Config, ConfigError, check_paths, demo_config_path, load_con
 from .env import env_report, nvml_devices, recommend
 from .run import Run, RunError, run_folder
 from .pipeline import STAGES
-from .version import changed_files, code_sha256, dvc, reached_code, stages_recorded
+from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
 
 # %% auto #0
 __all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
@@ -191,10 +191,10 @@ COPIES = 4  # model copies a run writes: checkpoint, merged, GGUF, quantized (up
 def check_disk(cfg:Config # `run.root`; the run's model/model.json for the model's size
               ) -> Verdict:
     "Free space where the run writes, against the copies of the model it will write."
-    root = Path(cfg.run.root).expanduser().resolve()
-    where = next(p for p in [root, *root.parents] if p.exists())
+    folder = run_folder(cfg).resolve()
+    where = next(p for p in [folder, *folder.parents] if p.exists())
     free = shutil.disk_usage(where).free / 2**30
-    mj = root/cfg.run.name/"model"/"model.json"
+    mj = folder/"model"/"model.json"
     params = json.loads(mj.read_text()).get("params", 0) if mj.exists() else 0
     need = max(MIN_FREE_GIB, COPIES * 2 * params / 2**30)
     status = "fail" if free < need else "warn" if free < 2 * need else "ok"

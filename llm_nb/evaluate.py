@@ -13,13 +13,13 @@ from lm_eval.api.model import TemplateLM
 from tqdm.auto import tqdm
 from .config import ConfigError
 from .env import cuda_available, peft_quietly
-from .run import git_revision, save_figure, show_table, timed_stage
+from .run import Stage, git_revision, save_figure, show_table
 from .track import log_scores
 from .model import base_model_path, load_model, load_tokenizer
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
-           'LM_EVAL_DPI', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
+           'LM_EVAL_DPI', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
            'write_task', 'order_windows', 'order_question', 'order_task', 'task_fewshot', 'task_scores', 'log_softmax',
            'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'lm_eval_scores', 'lm_eval_markdown',
            'plot_lm_eval', 'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
@@ -367,7 +367,7 @@ def write_stage_tasks(cfg, # the run's config
     for lt in ec.local_tasks:
         write_task(read_task_file(run.path(lt.path), lt.kind), lt.name, lt.kind, out, lt.delimiter)
     if ec.order_questions:
-        blocks = load_from_disk(str(run.dir/"tokenize"/"eval"))["input_ids"]
+        blocks = load_from_disk(str(run.input("tokenize/eval")))["input_ids"]
         qs = order_task(blocks, tok, ec.order_questions, ec.order_tokens, seed=cfg.run.seed)
         if not qs: raise ConfigError(f"evaluate.order_tokens={ec.order_tokens}: no held-out window gives a question; "
                                      "lower it, or set evaluate.order_questions: 0")
@@ -404,15 +404,17 @@ def main_metrics(scores:dict # {model: `task_scores`}
     return {m: {t: next(iter(ms.values()))["value"] for t, ms in s.items() if ms} for m, s in scores.items()}
 
 # %% ../nbs/30_evaluate.ipynb #c16b03c9
-@timed_stage("evaluate")
+EVALUATE = Stage("evaluate", reads=("tokenize/eval", "train/adapter", "model"), writes=("evaluate",))
+
+@EVALUATE
 def run_evaluate(cfg, run) -> dict:
     "Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks → lm_eval.{json,md,png}."
     from datasets import load_from_disk
     from peft import PeftModel
-    ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.dir/"train"/"adapter"
-    ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
+    ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.input("train/adapter")
+    ds = load_from_disk(str(run.input("tokenize/eval")))
     _check_eval(ec, len(ds))
-    base = base_model_path(run.dir)
+    base = base_model_path(run)
     tok = load_tokenizer(base, cfg.model.trust_remote_code)
     tasks = write_stage_tasks(cfg, run, tok, out/"tasks")
     model = load_model(base, cfg.model, training=False)
@@ -430,6 +432,5 @@ def run_evaluate(cfg, run) -> dict:
         res["lm_eval"] = main_metrics(scores)
         show_table("evaluate: lm-eval", lm_eval_markdown(scores))
         res |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
-    run.record("evaluate", inputs=[run.dir/"tokenize"/"eval", adapter, run.dir/"model"/"model.json"],
-               outputs=outputs, counts=res)
+    run.record("evaluate", outputs=outputs, counts=res)
     return res

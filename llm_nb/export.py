@@ -8,17 +8,17 @@ import json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
-from .run import save_figure, show_table, timed_stage
+from .run import Stage, save_figure, show_table
 from .model import base_model_path, load_model, load_tokenizer
 from .track import log_scores
 from .env import peft_quietly
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
-           'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'convert_to_gguf',
-           'bits_per_weight', 'quantize_gguf', 'kquant_warnings', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
-           'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
-           'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'run_export']
+           'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter',
+           'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings', 'next_token_stats',
+           'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf',
+           'quality_markdown', 'plot_quality', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -127,7 +127,7 @@ def held_out_blocks(run, # the run whose tokenize/eval split to read
                    ) -> list[list[int]]:
     "The first `n` blocks of token ids of the run's held-out split (`tokenize/eval`)."
     from datasets import load_from_disk
-    ds = load_from_disk(str(run.dir/"tokenize"/"eval"))
+    ds = load_from_disk(str(run.input("tokenize/eval")))
     return [list(b) for b in ds.select(range(min(n, len(ds))))["input_ids"]]
 
 # %% ../nbs/40_export.ipynb #c3e0c010
@@ -283,10 +283,10 @@ def lm_eval_side_by_side(run, # the run: its evaluate/lm_eval.json and evaluate/
                          limit:int=0 # questions per task at most; 0 = all
                         ) -> dict:
     "Base and fine-tuned (the evaluate stage's) beside each file in `files`, written to `out`; {} without tasks."
-    p = run.dir/"evaluate"/"lm_eval.json"
+    p = run.input("evaluate/lm_eval.json", missing_ok=True)  # no lm-eval tasks: no scores
     if not p.exists(): return {}
     done = json.loads(p.read_text())
-    scores = {**done["scores"], **gguf_lm_eval(files, merged, done["tasks"], run.dir/"evaluate"/"tasks", limit)}
+    scores = {**done["scores"], **gguf_lm_eval(files, merged, done["tasks"], run.input("evaluate/tasks"), limit)}
     write_lm_eval(done["tasks"], scores, out)
     return scores
 
@@ -313,15 +313,18 @@ def _gguf_files(merged:Path, # the merged checkpoint
     for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q, verbose=ec.verbose)
     return files
 
-@timed_stage("export")
+EXPORT = Stage("export", reads=("train/adapter", "tokenize/eval", "model", "evaluate/lm_eval.json", "evaluate/tasks"),
+               writes=("export",), weights=True)  # evaluate's scores and tasks, to score the GGUF files the same way
+
+@EXPORT
 def run_export(cfg, # the run's config
                run # the `Run`
               ) -> dict:
     "train/adapter + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, verified → quality.*"
     ec = cfg.export
     out = run.stage_dir("export")
-    base = base_model_path(run.dir)
-    merged = merge_adapter(base, run.dir/"train"/"adapter", out/"merged", cfg.model)
+    base = base_model_path(run)
+    merged = merge_adapter(base, run.input("train/adapter"), out/"merged", cfg.model)
     for w in kquant_warnings(json.loads((merged/"config.json").read_text()), ec.quants): print("warning:", w)
     files = _gguf_files(merged, out, ec)
     counts = dict(merged_bytes=sum(f.stat().st_size for f in merged.rglob("*") if f.is_file()),
@@ -341,6 +344,5 @@ def run_export(cfg, # the run's config
         counts["lm_eval"] = main_metrics(scores)
         show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
         counts |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
-    run.record("export", inputs=[run.dir/"train"/"adapter", run.dir/"tokenize"/"eval", run.dir/"model"/"model.json"],
-               outputs=outputs, counts=counts)
+    run.record("export", outputs=outputs, counts=counts)
     return counts

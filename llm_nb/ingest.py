@@ -4,111 +4,70 @@
 
 # %% ../nbs/10_ingest.ipynb #192668e8
 from __future__ import annotations
-import csv, glob, hashlib, json, random, re, time, datetime as dt
+import csv, glob, hashlib, json, random, time, datetime as dt
 from pathlib import Path
 from typing import Callable, NamedTuple
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
 from .config import FIELD_FORMATS, Config, SourceCfg
-from .run import Run, timed_stage
+from .run import Run, Stage
+from .records import SCHEMA, Event, check_text, decode_turns, escaped, shape_of, take_record, text_chunks
+from .documents import document_events
 
 # %% auto #0
-__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'SCHEMA', 'PAGE_OUTCOMES', 'COUNTS',
-           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'Event', 'check_text',
-           'escaped', 'take_record', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of', 'read_json', 'text_chunks',
-           'read_text', 'file_events', 'FetchError', 'get_with_retry', 'http_events', 'write_part', 'file_key',
-           'source_files', 'run_ingest']
-
-# %% ../nbs/10_ingest.ipynb #b0505fc4
-class Event(NamedTuple):
-    "What a reader found at one line, row, item or API page."
-    kind:str  # "ok", "bad", "blank", "failed_page"; documents also "doc" (its page count) and "page" (an outcome)
-    line:int  # 1-based line, row or item number (the page number of a failed page; 0: the whole file)
-    text:str|None = None  # ok: the record's text
-    meta:dict|None = None  # ok: the record's other fields
-    repaired:bool = False  # ok: undecodable bytes were replaced by U+FFFD
-    reason:str = ""  # bad, failed_page: why the record or page is dead-lettered; page: its outcome
-    raw:str = ""  # bad: the record as read, undecodable bytes escaped
-
-# %% ../nbs/10_ingest.ipynb #d195f435
-_BAD = re.compile("[\udc80-\udcff]")  # the lone surrogates `surrogateescape` turns undecodable bytes into
-
-def check_text(text:str, # a decoded text, maybe holding escaped bad bytes
-               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
-              ) -> tuple[str|None, str|None, bool]:
-    "(text, None, repaired) if usable under `policy`, else (None, reason, False)."
-    m = _BAD.search(text)
-    if not m: return text, None, False
-    if policy != "replace": return None, f"invalid utf-8 at character {m.start()}", False
-    return _BAD.sub("\ufffd", text), None, True
-
-def escaped(text:str) -> str:
-    "A string safe to write as UTF-8 JSON: undecodable bytes shown as \\xNN."
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-# %% ../nbs/10_ingest.ipynb #b963cf75
-def take_record(obj, # a parsed record: a JSON value, a CSV row or a Parquet row as a dict
-                text_field:str, # the field holding the text
-                policy:str, # `bad_utf8`: "quarantine" or "replace"
-                line:int=0 # the record's line, row or item number
-               ) -> Event:
-    "An ok event with the text and the other fields as `meta`, or a bad event with the reason."
-    if not isinstance(obj, dict): return Event("bad", line, reason=f"not a json object but {type(obj).__name__}")
-    if text_field not in obj: return Event("bad", line, reason=f"missing field '{text_field}'")
-    t = obj[text_field]
-    if not isinstance(t, str):
-        return Event("bad", line, reason=f"field '{text_field}' is {type(t).__name__}, not a string")
-    text, reason, repaired = check_text(t, policy)
-    if text is None: return Event("bad", line, reason=reason)
-    meta = {k: v for k, v in obj.items() if k != text_field}
-    return Event("ok", line, text=text, meta=meta, repaired=repaired)
+__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'PAGE_OUTCOMES', 'COUNTS',
+           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'INGEST', 'read_jsonl',
+           'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text', 'file_events', 'FetchError',
+           'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #46005127
 UTF8_BOM = b"\xef\xbb\xbf"  # the byte order mark some tools put before the first line
 
-def _jsonl_event(no:int, raw:bytes, text_field:str, policy:str) -> Event:
+def _jsonl_event(no:int, raw:bytes, text_field:str, policy:str, shape:str="auto") -> Event:
     "The event for line `no` of a JSON Lines file (its bytes without the line break)."
     if not raw.strip(): return Event("blank", no)
     s = raw.decode("utf-8", "surrogateescape")
     try: obj = json.loads(s, strict=False)
     except json.JSONDecodeError as e:
         return Event("bad", no, reason=f"invalid json: {e.msg} at column {e.colno}", raw=escaped(s))
-    ev = take_record(obj, text_field, policy, no)
+    ev = take_record(obj, text_field, policy, no, shape)
     return ev if ev.kind == "ok" else ev._replace(raw=escaped(s))
 
 def read_jsonl(path:Path, # a JSON Lines file
                text_field:str="text", # the field holding the text
-               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+               policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
+               shape:str="auto" # the records' shape (`llm_nb.records.SHAPES`), or "auto": their keys decide
               ):
     "Events for a JSON Lines file."
     with open(path, "rb") as f:
         for no, raw in enumerate(f, 1):
             raw = raw.rstrip(b"\n").rstrip(b"\r")
             if no == 1: raw = raw.removeprefix(UTF8_BOM)
-            yield _jsonl_event(no, raw, text_field, policy)
+            yield _jsonl_event(no, raw, text_field, policy, shape)
 
 # %% ../nbs/10_ingest.ipynb #fab62ec1
 _CSV_FIELD_LIMIT = 2**31 - 1  # the largest field size the csv module accepts: no review is too long to be a record
 csv.field_size_limit(_CSV_FIELD_LIMIT)
 
-def _csv_event(start:int, row:list[str], header:list[str], text_field:str, policy:str) -> Event:
+def _csv_event(start:int, row:list[str], header:list[str], text_field:str, policy:str, shape:str="auto") -> Event:
     "The event for the CSV `row` that starts on line `start`."
     if not row: return Event("blank", start)
     if len(row) != len(header):
         return Event("bad", start, reason=f"expected {len(header)} fields, got {len(row)}", raw=escaped(",".join(row)))
-    ev = take_record(dict(zip(header, row)), text_field, policy, start)
+    ev = take_record(dict(zip(header, row)), text_field, policy, start, shape)
     return ev if ev.kind == "ok" else ev._replace(raw=escaped(",".join(row)))
 
 def read_csv(path:Path, # a CSV file with a header row
              text_field:str="text", # the column holding the text
-             policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+             policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
+             shape:str="auto" # the records' shape, or "auto": the header decides
             ):
     "Events for a CSV file with a header row."
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         rows = csv.reader(f)
         header = next(rows, None)
         if header is None: return
-        if text_field not in header:
+        if shape_of(header, shape) == "text" and text_field not in header:
             yield Event("bad", 1, reason=f"no column '{text_field}' in header {header}", raw=escaped(",".join(header)))
             return
         start = rows.line_num + 1
@@ -116,15 +75,15 @@ def read_csv(path:Path, # a CSV file with a header row
             try: row = next(rows)
             except StopIteration: break
             except csv.Error as e: yield Event("bad", start, reason=f"invalid csv: {e}")
-            else: yield _csv_event(start, row, header, text_field, policy)
+            else: yield _csv_event(start, row, header, text_field, policy, shape)
             start = rows.line_num + 1
 
 # %% ../nbs/10_ingest.ipynb #08a657f1
 PARQUET_BATCH = 10_000  # rows read at a time: bounded memory, whatever the size of the file's row groups
 
-def _parquet_event(no:int, row:dict, text_field:str, policy:str) -> Event:
+def _parquet_event(no:int, row:dict, text_field:str, policy:str, shape:str="auto") -> Event:
     "The event for row `no` of a Parquet file."
-    ev = take_record(row, text_field, policy, no)
+    ev = take_record(row, text_field, policy, no, shape)
     if ev.kind == "ok": return ev._replace(meta=json.loads(json.dumps(ev.meta, default=str)))
     raw = escaped(json.dumps(row, default=str, ensure_ascii=False))
     return ev._replace(reason=ev.reason.replace("NoneType", "null"), raw=raw)
@@ -132,18 +91,19 @@ def _parquet_event(no:int, row:dict, text_field:str, policy:str) -> Event:
 def read_parquet(path:Path, # a Parquet file
                  text_field:str="text", # the column holding the text
                  policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
-                 batch_size:int=PARQUET_BATCH # rows read at a time
+                 batch_size:int=PARQUET_BATCH, # rows read at a time
+                 shape:str="auto" # the records' shape, or "auto": the columns decide
                 ):
     "Events for a Parquet file."
     pf = pq.ParquetFile(path)
-    if text_field not in pf.schema_arrow.names:
+    if shape_of(pf.schema_arrow.names, shape) == "text" and text_field not in pf.schema_arrow.names:
         yield Event("bad", 0, reason=f"no column '{text_field}' in {pf.schema_arrow.names}")
         return
     no = 0
     for batch in pf.iter_batches(batch_size=batch_size):
         for row in batch.to_pylist():
             no += 1
-            yield _parquet_event(no, row, text_field, policy)
+            yield _parquet_event(no, row, text_field, policy, shape)
 
 # %% ../nbs/10_ingest.ipynb #5a81adde
 RAW_DOC_CHARS = 2000  # how much of a JSON document that does not parse its dead letter keeps
@@ -160,7 +120,8 @@ def records_of(doc, # a parsed JSON document or API page
 def read_json(path:Path, # a JSON document holding a list of records
               text_field:str="text", # the field holding the text
               policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
-              records_field:str="" # key of the record list ("" = the document is the list)
+              records_field:str="", # key of the record list ("" = the document is the list)
+              shape:str="auto" # the records' shape, or "auto": their keys decide
              ):
     "Events for a JSON document holding a list of records."
     s = Path(path).read_bytes().decode("utf-8", "surrogateescape").lstrip("\ufeff")
@@ -169,26 +130,10 @@ def read_json(path:Path, # a JSON document holding a list of records
         yield Event("bad", 0, reason=f"invalid json document: {e}", raw=escaped(s[:RAW_DOC_CHARS]))
         return
     for i, obj in enumerate(recs, 1):
-        ev = take_record(obj, text_field, policy, i)
+        ev = take_record(obj, text_field, policy, i, shape)
         yield ev if ev.kind == "ok" else ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
 
 # %% ../nbs/10_ingest.ipynb #87579e24
-def text_chunks(s:str, text_unit:str) -> list[tuple[int, str]]:
-    "(first line, text) of each record of `s`: the whole text, each line, or each blank-line-separated paragraph."
-    if text_unit == "file": return [(1, s)]
-    lines = s.split("\n")
-    if text_unit == "line": return list(enumerate(lines, 1))
-    chunks, cur, start = [], [], None
-    for no, line in enumerate(lines, 1):
-        if line.strip():
-            cur.append(line)
-            start = start or no
-        elif cur:
-            chunks.append((start, "\n".join(cur)))
-            cur, start = [], None
-    if cur: chunks.append((start, "\n".join(cur)))
-    return chunks
-
 def read_text(path:Path, # a plain-text file
               text_unit:str="file", # one record per "file", "paragraph" or "line"
               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
@@ -217,12 +162,11 @@ def file_events(path:Path, # one file matched by the source's glob
     "Events of one file of a files source."
     fmt = src.format if src.format != "auto" else EXT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None: raise ValueError(f"{path}: cannot tell the format from the extension; set format in the source")
-    if fmt == "jsonl": return read_jsonl(path, src.text_field, policy)
-    if fmt == "csv": return read_csv(path, src.text_field, policy)
-    if fmt == "parquet": return read_parquet(path, src.text_field, policy)
-    if fmt == "json": return read_json(path, src.text_field, policy, src.records_field)
+    if fmt == "jsonl": return read_jsonl(path, src.text_field, policy, src.shape)
+    if fmt == "csv": return read_csv(path, src.text_field, policy, src.shape)
+    if fmt == "parquet": return read_parquet(path, src.text_field, policy, shape=src.shape)
+    if fmt == "json": return read_json(path, src.text_field, policy, src.records_field, src.shape)
     if fmt in DOCUMENT_FORMATS:
-        from llm_nb.documents import document_events  # built on this module's events, so imported when needed
         return document_events(path, fmt, src, policy)
     return read_text(path, src.text_unit, policy)
 
@@ -276,16 +220,13 @@ def http_events(src:SourceCfg, # the http source (`Config.ingest.sources[i]`)
             if not recs: return
             for obj in recs:
                 no += 1
-                ev = take_record(obj, src.text_field, policy, no)
+                ev = take_record(obj, src.text_field, policy, no, src.shape)
                 yield ev._replace(meta=dict(ev.meta, page=page)) if ev.kind == "ok" else \
                       ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
     finally:
         if own: client.close()
 
 # %% ../nbs/10_ingest.ipynb #2ee3c46e
-SCHEMA = pa.schema([("text", pa.string()), ("source", pa.string()), ("file", pa.string()), ("line", pa.int64()),
-                    ("ingest_time", pa.timestamp("s", tz="UTC")), ("meta", pa.string())])
-
 def _row(ev:Event, source:str, file:str, now:dt.datetime) -> tuple:
     "The values of `SCHEMA` for an ok event."
     return ev.text, source, file, ev.line, now, json.dumps(ev.meta, ensure_ascii=False, default=str)
@@ -439,7 +380,10 @@ def _summary(total:dict) -> str:
             f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{dead}{failed})")
 
 # %% ../nbs/10_ingest.ipynb #3f34b765
-@timed_stage("ingest", watch=source_files)
+INGEST = Stage("ingest", writes=("ingest/parts", "ingest/dead_letter.jsonl", "ingest/dead", "ingest/state"),
+               named=lambda cfg: [s.path for s in cfg.ingest.sources if s.kind == "files"], watch=source_files)
+
+@INGEST
 def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to read
                run:Run # the run whose `ingest/` folder is written
               ) -> dict:

@@ -9,16 +9,16 @@ from collections import Counter
 from pathlib import Path
 import torch
 from .config import ConfigError, DeepSpeedCfg, expand
-from .run import read_json, timed_stage
+from .run import Run, Stage, read_json
 from .env import peft_quietly, resolve_loading
 
 # %% auto #0
 __all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS', 'SP_MIN_COVERAGE',
-           'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'coverage_within', 'train_tokenizer',
-           'build_tiny_model', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings',
-           'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
-           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory',
-           'run_model', 'base_model_path']
+           'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL', 'coverage_within',
+           'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
+           'lora_settings', 'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes',
+           'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory',
+           'launch_memory', 'local_model', 'run_model', 'base_model_path']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -365,22 +365,30 @@ def _clean_texts(src:Path) -> list[str]:
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
     return texts
 
-@timed_stage("model")
+def local_model(cfg) -> list[str]:
+    "`model.name_or_path` when it is a folder here (an input of the stage), else nothing (a hub id, or tiny)."
+    m = cfg.model.name_or_path
+    return [m] if m != "tiny" and Path(m).expanduser().exists() else []
+
+MODEL = Stage("model", reads=("clean/clean.parquet",), writes=("model",), named=local_model, weights=True)
+
+@MODEL
 def run_model(cfg, run) -> dict:
     "Resolve the base model (building it when `tiny`), count its LoRA parameters, write `model/model.json`."
     mc, out = cfg.model, run.stage_dir("model")
-    src, tiny = run.dir/"clean"/"clean.parquet", mc.name_or_path == "tiny"
+    tiny = mc.name_or_path == "tiny"
+    src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
     path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed)) if tiny else mc.name_or_path
     conf = _model_config(path, mc)
     info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
     (out/"model.json").write_text(json.dumps(info, indent=2))
     extra = ("path", "lora", "memory_gib")  # settings and estimates go to the report, counts to the manifest too
-    run.record("model", inputs=[src] if tiny else [], outputs=[out],
+    run.record("model", outputs=[out],
                counts={k: v for k, v in info.items() if k not in extra},
                result={k: info[k] for k in extra[1:] if k in info})
     return info
 
-def base_model_path(run_dir:Path # a run folder whose model stage ran
+def base_model_path(run:Run # a run whose model stage ran
                    ) -> str:
     "The base model the model stage chose: a folder (`{run}` filled in) or a hub id, from `model/model.json`."
-    return str(expand(read_json(Path(run_dir)/"model"/"model.json")["path"], run_dir))
+    return str(expand(read_json(run.input("model/model.json"))["path"], run.dir))

@@ -355,7 +355,7 @@ def check_panels(base_url:str, # Prometheus
 # %% ../nbs/43_monitor.ipynb #m0000046
 def _collectors(cfg, run, watchdog) -> tuple[list, set]:
     "The exporter's other collectors and the panel sources they add: the run's training series, the watchdog."
-    series, out, sources = run.dir/"train"/"series.jsonl", [], set()
+    series, out, sources = run.input("train/series.jsonl", missing_ok=True), [], set()
     if series.exists(): out, sources = [TrainingCollector(series, cfg.run.name)], {"train"}
     if watchdog is not None: out, sources = out + [watchdog], sources | {"watchdog"}
     return out, sources

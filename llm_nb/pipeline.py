@@ -6,94 +6,34 @@
 from __future__ import annotations
 import errno, json, os, time, traceback
 from pathlib import Path
-from .config import Config, ConfigError, load_config, check_paths, expand
-from .run import Run, RunError, disk_space, is_main_process, run_folder, timed_stage
-from .version import (code_sha256, dvc_init, dvc_stage, git_lfs_track, remote_warnings, sections_read,
-                            reached_code, stage_key, stale_reasons, stamp, write_dvc_files)
+from .config import Config, ConfigError, check_paths
+from .run import Run, RunError, disk_space, is_main_process, run_folder
+from .lineage import stage_key, stale_reasons, stamp
 from .synth import run_synth
 from .ingest import run_ingest
-from .clean import run_clean
+from .clean_datatrove import run_clean
 from .annotate import run_annotate
 from .model import run_model
 from .tokenize import run_tokenize
 from .train import run_train
 from .evaluate import run_evaluate
 from .export import run_export
-from .serve import serve_exported, served_files, vllm_python
-from .bench import BenchFailed, run_bench, bench_server, compare_table, plot_compare
-from .monitor import watch_server, watchdog_running
+from .serve_bench import run_serve_bench
+from .bench import BenchFailed
 
 # %% auto #0
-__all__ = ['COMPARED_KEYS', 'STAGES', 'STAGE_READS', 'STAGE_FOLDERS', 'WEIGHT_STAGES', 'run_serve_bench', 'compare_engines',
-           'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'config_inputs', 'dvc_stages', 'write_dvc']
-
-# %% ../nbs/90_pipeline.ipynb #5b8f1c48
-@timed_stage("serve")
-def run_serve_bench(cfg, run) -> dict:
-    "Start the server for the exported model, benchmark it, stop it; then the same for `serve.compare`'s engines."
-    t0 = time.perf_counter()
-    server = serve_exported(cfg, run)
-    with server.start(cfg.serve.startup_timeout):
-        startup = time.perf_counter() - t0
-        with watchdog_running(cfg, run, server) as wd, watch_server(cfg, run, server, wd):  # as `monitor` says
-            res = run_bench(cfg, run, server)
-    counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
-                  exit_code=server.proc.returncode) | ({"watchdog_restarts": wd.restarts} if wd else {})
-    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path],
-               counts=counts)
-    if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
-    return res
-
-# %% ../nbs/90_pipeline.ipynb #3249b226
-def _engine_cfg(cfg:Config, engine:str) -> Config:
-    "The run's config with `engine` serving what suits it: vLLM the merged folder, llama.cpp a GGUF file."
-    gguf = cfg.serve.model if cfg.serve.model != "merged" else (cfg.export.quants or [cfg.export.outtype])[0]
-    model = "merged" if engine == "vllm" else gguf
-    return load_config(cfg.model_dump(), **{"serve.engine": engine, "serve.model": model, "serve.compare": []})
-
-# %% ../nbs/90_pipeline.ipynb #245aa13a
-COMPARED_KEYS = ("completed", "failed", "output_throughput", "request_goodput")  # per engine in report.json
-
-def compare_engines(cfg:Config, # the run's config (`serve.compare` names the engines)
-                    run:Run, # a run through the export stage
-                    results:dict # {label: summary} already measured, e.g. the main engine's
-                   ) -> dict:
-    "Benchmark `serve.compare`'s engines on the run's prompts; write bench/compare.{md,png}; record `compare`."
-    results, skipped, out = dict(results), {}, run.stage_dir("bench")
-    for engine in cfg.serve.compare:
-        if any(label.split()[0] == engine for label in results): continue  # measured already (the main engine)
-        if engine == "vllm" and vllm_python() is None:
-            skipped[engine] = "vLLM is not installed here (`bash tools/install.sh --vllm` makes its CPU build)"
-            print(f"serve.compare: {engine} skipped: {skipped[engine]}")
-            continue
-        ecfg = _engine_cfg(cfg, engine)
-        with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
-            results[f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
-    (out/"compare.md").write_text(compare_table(results) + "\n")
-    print(compare_table(results))
-    plot_compare(results, out/"compare.png", "same prompts, same model, each engine")
-    counts = {label: {k: m[k] for k in COMPARED_KEYS} | dict(ttft_ms=m["ttft_ms"]["median"],
-              tpot_ms=m["tpot_ms"]["median"], itl_ms=m["itl_ms"]["median"], e2el_ms=m["e2el_ms"]["median"])
-              for label, m in results.items()}
-    run.record("compare", outputs=[out/"compare.md", out/"compare.png"], counts=counts, result=dict(skipped=skipped))
-    return results
+__all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline']
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
-STAGES = dict(synth=run_synth, ingest=run_ingest, clean=run_clean, annotate=run_annotate, model=run_model,
-              tokenize=run_tokenize, train=run_train, evaluate=run_evaluate, export=run_export,
-              serve_bench=run_serve_bench)
+STAGES = {f.contract.name: f for f in (run_synth, run_ingest, run_clean, run_annotate, run_model, run_tokenize,
+                                       run_train, run_evaluate, run_export, run_serve_bench)}
 
 # %% ../nbs/90_pipeline.ipynb #ps000021
-# the stage folders each stage reads (the inputs the config names aside)
-STAGE_READS = dict(clean=["ingest"], model=["clean"], tokenize=["clean", "model"], train=["tokenize", "model"],
-                   evaluate=["tokenize", "model", "train"], export=["train", "model", "tokenize", "evaluate"],
-                   serve_bench=["export", "tokenize", "model", "train"])  # vLLM serves the base model + adapter
-STAGE_FOLDERS = dict(serve_bench=["serve", "bench"])  # the folders a stage writes, where not the one of its name
-WEIGHT_STAGES = ["model", "train", "export"]  # the stages whose folders hold model weights (`dvc.model_files`)
-
-def _dvc_caches(cfg:Config, s:str) -> bool:
-    "Does DVC store stage `s`'s folders in its cache? Not the weights' folders when Git LFS keeps them."
-    return not (cfg.dvc.model_files == "git-lfs" and s in WEIGHT_STAGES)
+def upstream(s:str # a name from `STAGES`
+            ) -> list[str]:
+    "The stages, in pipeline order, that write a folder stage `s`'s contract reads."
+    read = {Path(r).parts[0] for r in STAGES[s].contract.reads}
+    return [u for u in STAGES if u != s and read & set(STAGES[u].contract.folders)]
 
 # %% ../nbs/90_pipeline.ipynb #625b784d
 def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict:
@@ -107,7 +47,7 @@ def _summarize(run:Run, ran:list[str], skipped:list[str], total_s:float) -> dict
 def stage_status(cfg:Config, run:Run, s:str) -> tuple[dict|None, list[str]]:
     "Stage `s`'s key now, and why it must run again ([]: its recorded result still holds)."
     fn = STAGES[s]
-    key = stage_key(cfg, run, fn, [STAGES[u].stage for u in STAGE_READS.get(s, [])])
+    key = stage_key(cfg, run, fn, [STAGES[u].stage for u in upstream(s)])
     return key, stale_reasons(run, fn.stage, key)
 
 class StageFailed(RunError):
@@ -115,7 +55,7 @@ class StageFailed(RunError):
 
 def stage_failed(run:Run, s:str, e:Exception) -> StageFailed:
     "The `StageFailed` for stage `s` of `run` raising `e`; its traceback goes to logs/<stage>.traceback.txt if it can."
-    folder, tb = run.dir/STAGE_FOLDERS.get(s, [s])[0], run.dir/"logs"/f"{s}.traceback.txt"
+    folder, tb = run.dir/STAGES[s].contract.folders[0], run.dir/"logs"/f"{s}.traceback.txt"
     try: tb.parent.mkdir(exist_ok=True), tb.write_text("".join(traceback.format_exception(e)))
     except OSError: tb = None  # the disk is full, say
     full = (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
@@ -161,57 +101,3 @@ def _run_stages(cfg:Config, run:Run, stages:list[str], force:bool) -> Run:
     print(f"pipeline: ran {', '.join(ran) or 'nothing'}, skipped {len(ordered) - len(ran)} of {len(ordered)}"
           f" in {summary['total_s']:.1f}s -> {run.dir}")
     return run
-
-# %% ../nbs/90_pipeline.ipynb #dv000002
-def _fixed_part(p:str) -> str:
-    "The path up to its first component with a glob character: the folder a glob's files are in."
-    parts = Path(p).parts
-    cut = next((i for i, c in enumerate(parts) if any(ch in c for ch in "*?[")), len(parts))
-    return str(Path(*parts[:cut])) if cut else "."
-
-def config_inputs(cfg:Config, # the config
-                  stage:str, # a name from STAGES
-                  run_dir:str # the run folder as the DVC project sees it (`{run}` in paths)
-                 ) -> list[str]:
-    "The files and folders the config names as the stage's inputs (a glob as its folder)."
-    m = cfg.model.name_or_path
-    named = dict(ingest=[s.path for s in cfg.ingest.sources if s.kind == "files"], annotate=[cfg.annotate.input,
-                 cfg.annotate.second], clean=[cfg.clean.sensitive_words_file],
-                 model=[m] if m != "tiny" and Path(m).expanduser().exists() else [])
-    return [_fixed_part(str(expand(p, Path(run_dir)))) for p in named.get(stage, []) if p]
-
-# %% ../nbs/90_pipeline.ipynb #dv000004
-def _run_dir_in(cfg:Config, project:Path) -> str:
-    "The run folder relative to the DVC project; a ConfigError when it is outside (DVC versions what is inside)."
-    d = run_folder(cfg)
-    if not d.is_absolute(): return str(d)
-    try: return str(d.resolve().relative_to(Path(project).resolve()))
-    except ValueError: raise ConfigError(f"run.root: {cfg.run.root!r} is outside the DVC project {project}: "
-                                         "DVC versions files inside it (use a relative run.root)") from None
-
-def dvc_stages(cfg:Config, # the config
-               run_dir:str # the run folder relative to the project
-              ) -> dict:
-    "dvc.yaml's stages: one per stage the config turns on, with its folders, inputs and sections."
-    out = {}
-    for s, fn in STAGES.items():
-        if s == "annotate" and not cfg.annotate.input: continue  # off
-        watched = cfg.monitor.prometheus or cfg.monitor.watchdog  # their files go to monitor/
-        folders = STAGE_FOLDERS.get(s, [s]) + (["monitor"] if s == "serve_bench" and watched else [])
-        deps = [f"{run_dir}/{STAGE_FOLDERS.get(u, [u])[0]}" for u in STAGE_READS.get(s, [])]
-        out[s] = dvc_stage(s, sections_read(reached_code(fn)), deps + config_inputs(cfg, s, run_dir),
-                           [f"{run_dir}/{f}" for f in folders], cache=_dvc_caches(cfg, s))
-    return out
-
-# %% ../nbs/90_pipeline.ipynb #dv000006
-def write_dvc(cfg:Config, # the config the stages run on (written as params.yaml)
-              project:Path # the DVC project: where the pipeline runs, `run.root` relative to it
-             ) -> list[Path]:
-    "params.yaml, code.yaml and dvc.yaml for `cfg` in `project`, which becomes a DVC project with the config's remote."
-    for w in remote_warnings(cfg.dvc): print(f"warning: {w}")
-    stages = dvc_stages(cfg, _run_dir_in(cfg, project))
-    code = {s: code_sha256(reached_code(STAGES[s])) for s in stages}
-    files = write_dvc_files(project, cfg, stages, code)
-    dvc_init(project, cfg.dvc)
-    lfs = [f"{_run_dir_in(cfg, project)}/{s}" for s in WEIGHT_STAGES if s in stages and not _dvc_caches(cfg, s)]
-    return files + ([git_lfs_track(project, lfs)] if lfs else [])

@@ -15,7 +15,7 @@ from .env import package_version
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter',
            'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json', 'write_text_atomic',
            'write_json_atomic', 'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256',
-           'timed_stage']
+           'timed_stage', 'Stage', 'declares']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -93,6 +93,7 @@ class Run:
     def __init__(self, dir:str|Path, cfg:Config):
         self.dir, self.cfg = Path(dir), cfg
         self.timings = {}  # stage -> seconds, filled by `timed_stage`
+        self.stage = None  # the `Stage` running in it now, set by its runner (`Run.input` checks its reads)
         self.dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -258,6 +259,11 @@ def report(self:Run) -> dict:
     return read_json(self.dir/"report.json")
 
 @patch
+def recorded_stages(self:Run) -> list[str]:
+    "The stages the manifest has an entry for ([] before any)."
+    return list(self.manifest()["stages"]) if (self.dir/"manifest.json").exists() else []
+
+@patch
 def recorded_outputs(self:Run) -> dict:
     "{relative path: {sha256, bytes, mtime_ns, stage}} of every output the manifest records ({} before any)."
     if not (self.dir/"manifest.json").exists(): return {}
@@ -267,13 +273,14 @@ def recorded_outputs(self:Run) -> dict:
 @patch
 def record(self:Run,
            stage:str, # the stage's name; its config section is `cfg.<stage>` when there is one
-           inputs:list=(), # files or folders the stage read
+           inputs:list|None=None, # files or folders the stage read (None: what its contract declares)
            outputs:list=(), # files or folders the stage wrote
            counts:dict|None=None, # numbers for the manifest and the report (rows, tokens, losses, ...)
            result:dict|None=None # more results for the report only
           ) -> dict:
     "Write `stage`'s manifest entry (hashed inputs/outputs, counts, config, versions, git) and its report."
     section = getattr(self.cfg, stage, None)
+    inputs = inputs if inputs is not None else self.contract_inputs() if self.stage else []
     entry = dict(inputs=describe_files(inputs, self.dir, self.recorded_outputs()),
                  outputs=describe_files(outputs, self.dir),
                  counts=counts or {}, config=section.model_dump(mode="json") if section is not None else None,
@@ -306,7 +313,7 @@ def set_seconds(self:Run, stage:str, seconds:float):
     self.timings[stage] = round(seconds, 3)
     def put(data):
         if stage in data.get("stages", {}): data["stages"][stage]["seconds"] = self.timings[stage]
-    if (self.dir/"manifest.json").exists(): self.update_json("manifest.json", put)
+    if stage in self.recorded_stages(): self.update_json("manifest.json", put)  # no entry: nothing to write
 
 def timed_stage(name:str, # the stage's name in the manifest
                 watch=None # `watch(cfg, run)` → files the stage will read beyond earlier stages' (None: unknowable)
@@ -322,3 +329,69 @@ def timed_stage(name:str, # the stage's name in the manifest
         runner.stage, runner.watch = name, watch
         return runner
     return decorate
+
+# %% ../nbs/02_run.ipynb #st000002
+class Stage:
+    "A stage's contract, declared once in its module; decorating the runner with it makes the runner a stage."
+    def __init__(self, name:str, # what `llm_nb run --stages` and the report call it
+                 reads:tuple=(), # files and folders of earlier stages it reads, relative to the run folder
+                 writes:tuple=(), # files and folders it writes, relative to the run folder
+                 named=None, # `named(cfg)` → the paths its config names as inputs (`{run}` allowed, globs too)
+                 watch=None, # `watch(cfg, run)` → the files `named`'s globs match now (None back: unknowable)
+                 entry:str|None=None, # its manifest entry, when not `name`
+                 weights:bool=False, # its folder holds model weights (Git LFS may keep them: `dvc.model_files`)
+                 on=None, # `on(cfg)` → does the config turn it on (None: always; off, it writes nothing)
+                 when:dict|None=None # {folder it writes: `f(cfg)`, whether the config has it written}
+                ):
+        self.name, self.reads, self.writes, self.entry = name, tuple(reads), tuple(writes), entry or name
+        self.named, self.watch, self.weights, self.runner = named or (lambda cfg: []), watch, weights, None
+        self.on, self.when = on or (lambda cfg: True), when or {}
+
+    @property
+    def folders(self) -> list[str]:
+        "The folders of the run it writes in, in the order of `writes`."
+        return list(dict.fromkeys(Path(w).parts[0] for w in self.writes))
+
+    def folders_for(self, cfg) -> list[str]:
+        "The folders it writes in under `cfg` (`when` says which depend on it)."
+        return [f for f in self.folders if self.when.get(f, lambda cfg: True)(cfg)]
+
+    def __repr__(self): return f"Stage({self.name!r}, reads={list(self.reads)}, writes={list(self.writes)})"
+
+# %% ../nbs/02_run.ipynb #st000004
+def declares(stage:Stage, path:str) -> bool:
+    "Does `stage`'s contract declare reading `path` (one of its reads, or inside one)?"
+    return any(path == r or path.startswith(r + "/") for r in stage.reads)
+
+@patch
+def input(self:Run, path:str, # a file or folder of an earlier stage, relative to the run folder
+          missing_ok:bool=False # True: a path that may not exist (the caller checks)
+         ) -> Path:
+    "The path of an earlier stage's file; a `RunError` when the running stage's contract does not declare it, or it is missing."
+    if self.stage and not declares(self.stage, path):
+        raise RunError(f"stage {self.stage.name} reads {path}, which its contract does not declare: {self.stage}")
+    p = self.dir/path
+    if not (missing_ok or p.exists()):
+        raise RunError(f"{p} is missing: the {Path(path).parts[0]} stage writes it; run that stage first")
+    return p
+
+# %% ../nbs/02_run.ipynb #st000007
+@patch
+def contract_inputs(self:Run) -> list[Path]:
+    "The running stage's inputs as its contract declares them: earlier stages' files and config-named files that exist."
+    if self.stage is None: return []
+    paths = [self.dir/r for r in self.stage.reads] + [self.path(p) for p in self.stage.named(self.cfg) if p]
+    return [p for p in paths if p.exists()]
+
+# %% ../nbs/02_run.ipynb #st000010
+@patch
+def __call__(self:Stage, f):
+    "Decorate the stage's runner `f(cfg, run)`: timed (`timed_stage`), its contract on `run.stage` while it runs."
+    @functools.wraps(f)
+    def within(cfg, run, *args, **kwargs):
+        outer, run.stage = run.stage, self
+        try: return f(cfg, run, *args, **kwargs)
+        finally: run.stage = outer
+    self.runner = timed_stage(self.entry, self.watch)(within)
+    self.runner.contract = self
+    return self.runner

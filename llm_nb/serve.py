@@ -183,7 +183,7 @@ ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),
 
 def _more_loras(cfg, run) -> tuple[dict, int]:
     "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
-    out, rank = {}, json.loads((run.dir/"train"/"adapter"/"adapter_config.json").read_text())["r"]
+    out, rank = {}, json.loads(run.input("train/adapter/adapter_config.json").read_text())["r"]
     for name, path in cfg.serve.lora_modules.items():
         conf = run.path(path)/"adapter_config.json"
         if not conf.exists(): raise ConfigError(f"serve.lora_modules.{name}: no LoRA adapter in {run.path(path)}")
@@ -192,15 +192,15 @@ def _more_loras(cfg, run) -> tuple[dict, int]:
 
 def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
     "vLLM's command line for the run: the base + adapters (`lora`), the merged folder, or a GGUF file."
-    sc, export, python = cfg.serve, run.dir/"export", vllm_python()
+    sc, export, python = cfg.serve, run.input("export"), vllm_python()
     if python is None:
         raise ConfigError("serve.engine=vllm: vLLM is not installed here (`bash tools/install.sh --vllm` makes its "
                           "CPU build; on a GPU machine install the [serve] extra)")
     kw = dict(trust_remote_code=cfg.model.trust_remote_code, cpu=not cuda_available(), python=python)
     if sc.lora:
-        base = base_model_path(run.dir)
+        base = base_model_path(run)
         more, rank = _more_loras(cfg, run)
-        return vllm_cmd(base, sc, port, lora=run.dir/"train"/"adapter", lora_rank=rank, more_loras=more, **kw)
+        return vllm_cmd(base, sc, port, lora=run.input("train/adapter"), lora_rank=rank, more_loras=more, **kw)
     if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)
     return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
 
@@ -222,7 +222,7 @@ def _engine_cmd(engine:str, # a resolved engine name
                 port:int # the port to listen on
                ) -> list[str]:
     "The command line that serves `cfg.serve.model` of the run with `engine`."
-    sc, export = cfg.serve, run.dir/"export"
+    sc, export = cfg.serve, run.input("export")
     gguf = export/f"model-{sc.model}.gguf"
     if engine == "vllm":
         cmd = _vllm_engine_cmd(cfg, run, port)
@@ -256,8 +256,8 @@ def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
                  run # the `Run` holding the export stage's files
                 ) -> list[Path]:
     "The run's files behind `serve.model`: a GGUF file, the merged folder, or the base model's record + adapter."
-    sc, export = cfg.serve, run.dir/"export"
-    if sc.lora: return [run.dir/"model"/"model.json", run.dir/"train"/"adapter"]
+    sc, export = cfg.serve, run.input("export", missing_ok=True)
+    if sc.lora: return [run.input("model/model.json", missing_ok=True), run.input("train/adapter", missing_ok=True)]
     return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
 
 def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)

@@ -8,16 +8,16 @@ import datetime as dt, json, random, re
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
-from .run import timed_stage
+from .run import Stage
 from .env import cjk_font
 
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
            'MED_ADVICE', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
-           'SYMPTOMS', 'SECOND_ERRORS', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft', 'Plant',
-           'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind', 'entity_spans',
-           'doccano_export', 'second_annotator', 'write_doccano_demo', 'run_synth']
+           'SYMPTOMS', 'SECOND_ERRORS', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft',
+           'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind',
+           'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo', 'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -402,7 +402,9 @@ def write_doccano_demo(d:Path, # the synth folder
     return [dd/"admin.jsonl", dd/"second.jsonl", dd/"truth.json"]
 
 # %% ../nbs/03_synth.ipynb #e755c818
-@timed_stage("synth")
+SYNTH = Stage("synth", writes=("synth",))  # its contract: it reads nothing of the run
+
+@SYNTH
 def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
               run # the `Run` whose folder gets `synth/`
              ) -> dict:

@@ -8,13 +8,14 @@ import hashlib, json, math
 from pathlib import Path
 import numpy as np
 from .config import ConfigError
-from .run import save_figure, sha256_file, timed_stage
+from .records import TURN_MARK
+from .run import Stage, save_figure, sha256_file
 from .model import base_model_path, load_tokenizer
 
 # %% auto #0
-__all__ = ['encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch', 'set_padding_side', 'length_bins',
-           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples', 'save_split',
-           'run_tokenize']
+__all__ = ['TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch', 'set_padding_side',
+           'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples',
+           'save_split', 'refuse_conversations', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -194,14 +195,26 @@ def save_split(ds, # a `datasets.Dataset` of examples
     (folder/"state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
     return folder
 
+# %% ../nbs/21_tokenize.ipynb #tk000c02
+def refuse_conversations(src:Path # clean/clean.parquet
+                        ) -> None:
+    "A `ConfigError` when `src` holds conversations: this stage trains on plain text only, for now."
+    import duckdb
+    n = duckdb.execute("SELECT count(*) FROM read_parquet(?) WHERE starts_with(text, ?)", [str(src), TURN_MARK]).fetchone()[0]
+    if n: raise ConfigError(f"tokenize: {n} record(s) of {src} are conversations: training on them (the chat template, "
+                            "loss on the answers) is not built yet (issue #33); for now a run trains on plain text only")
+
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
-@timed_stage("tokenize")
+TOKENIZE = Stage("tokenize", reads=("clean/clean.parquet", "model"), writes=("tokenize",))
+
+@TOKENIZE
 def run_tokenize(cfg, run) -> dict:
     "clean/clean.parquet → tokenize/{train,eval} (datasets), split.json, lengths.png, tokenizer; token counts."
     from datasets import Dataset
     tc = cfg.tokenize
-    src, out = run.dir/"clean"/"clean.parquet", run.stage_dir("tokenize")
-    model_path = base_model_path(run.dir)
+    src, out = run.input("clean/clean.parquet"), run.stage_dir("tokenize")
+    refuse_conversations(src)
+    model_path = base_model_path(run)
     tok = set_padding_side(load_tokenizer(model_path, cfg.model.trust_remote_code), tc)
     ids = Dataset.from_parquet(str(src), columns=["text"]).map(
         tokenize_batch, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc, remove_columns=["text"],
@@ -216,5 +229,5 @@ def run_tokenize(cfg, run) -> dict:
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"
     print(f"tokenize: {tc.split} split: train {counts['train']['examples']}, eval {counts['eval']['examples']} {unit}")
-    run.record("tokenize", inputs=[src, run.dir/"model"/"model.json"], outputs=[out], counts=counts)
+    run.record("tokenize", outputs=[out], counts=counts)
     return counts

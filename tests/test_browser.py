@@ -1,6 +1,6 @@
 """A real browser runs a notebook in JupyterLab, as a user does: Debian's Chromium, driven by Playwright, opens
 JupyterLab (on 127.0.0.1, started here and stopped by PID) and runs all cells of a notebook that shows the config
-form of `06_editor` and trains the tiny model with the live dashboard of `22b_track`. It fails on "Error displaying
+form of `06_editor` and trains the tiny model with the live dashboard of `23_track`. It fails on "Error displaying
 widget", a widget stuck at "Loading widget...", an error output, a dashboard drawn more than once (it must update
 one picture in place) or never updated while training runs, and on a form that does not show a wrong value's error
 next to its field. Screenshots of the form (before and after), of the live plot while training runs and of the

@@ -6,9 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = {p.stem: p for p in (ROOT/"llm_nb").glob("*.py") if p.stem not in ("__init__", "_modidx")}
-LAZY = {("clean", "clean_datatrove"): "the stage's other engine, built on clean's passes: a cycle at module level",
-        ("ingest", "documents"): "the document formats, built on ingest's events: a cycle at module level",
-        ("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage"}
+LAZY = {("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage"}
 
 def own_imports(path:Path) -> list[tuple[str, list[str], bool]]:
     "(module of llm_nb, names imported, at module level?) for each import of the package in the file."

@@ -6,7 +6,7 @@ import pyarrow as pa, pyarrow.parquet as pq, pytest
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
-from llm_nb.clean import run_clean
+from llm_nb.clean_datatrove import run_clean
 from llm_nb.testing import PagedAPI
 
 BIG = 50 * 2**20

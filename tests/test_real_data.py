@@ -7,7 +7,7 @@ import pyarrow.parquet as pq, pytest
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
-from llm_nb.clean import run_clean
+from llm_nb.clean_datatrove import run_clean
 
 CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/"online_shopping_10_cats.csv"
 

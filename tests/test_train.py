@@ -5,6 +5,7 @@ import socket
 import pytest, torch
 from llm_nb.config import load_config, to_yaml
 from llm_nb.model import base_model_path
+from llm_nb.run import Run
 from llm_nb.testing import run_until
 from llm_nb.train import MARKER
 
@@ -62,7 +63,7 @@ def eval_losses(run_dir:Path) -> tuple[float, float]:
     from datasets import load_from_disk
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
-    base = base_model_path(run_dir)
+    base = base_model_path(Run(run_dir, load_config({})))
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), run_dir/"train"/"adapter").eval()
     ds = load_from_disk(str(run_dir/"tokenize"/"eval"))
     ids = torch.tensor(ds["input_ids"])

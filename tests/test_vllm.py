@@ -21,7 +21,7 @@ def vllm_server(exported_run):
     "vLLM serving the base model with the run's adapter (as `model`) and a random one (as `other`)."
     assert vllm_python() is not None, "vLLM's CPU build is missing: run `bash tools/install.sh --dev`"
     run = exported_run
-    base = base_model_path(run.dir)
+    base = base_model_path(run)
     random_adapter(base, run.dir/"other-adapter")
     cfg = load_config(run.cfg.model_dump(), **{
         "serve.engine": "auto", "serve.lora": True, "serve.lora_modules": {"other": "{run}/other-adapter"},
@@ -65,7 +65,7 @@ def test_vllm_two_adapters_per_request(vllm_server):
 def test_vllm_own_client_from_the_same_install(vllm_server, tmp_path):
     "`vllm bench serve` runs from the Python that serves vLLM (the CPU venv here) and counts what llm_nb counts."
     cfg, run, server = vllm_server
-    base = base_model_path(run.dir)
+    base = base_model_path(run)
     prompts = tmp_path/"prompts.jsonl"
     prompts.write_text("".join(json.dumps(dict(prompt=p)) + "\n" for p in ["这个商品", "质量很好", "物流很快", "不太满意"]))
     cmd = [str(vllm_python()), "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai",

@@ -38,7 +38,7 @@ clean_nbs() { nbdev_clean && git diff --quiet -- nbs \
 check "module in sync with notebooks" in_sync
 check "README.md in sync with index.ipynb" python tools/readme.py --check
 check "notebooks clean" clean_nbs
-# a two-node Slurm on this machine (tools/slurm_local.sh) for the notebooks (12_clean_datatrove cleans on it) and the
+# a two-node Slurm on this machine (tools/slurm_local.sh) for the notebooks (13_clean_datatrove cleans on it) and the
 # tests (tests/conftest.py uses the one that is up); stopped at the end unless it was up before
 slurm_was_up=0
 bash tools/slurm_local.sh status >/dev/null 2>&1 && slurm_was_up=1
@@ -52,7 +52,7 @@ phase "sync checks and Slurm"
 # ones; their code outside a kernel is what pytest drives (tests/test_train.py, test_launch.py, test_serve.py,
 # test_vllm.py, test_cli.py). They took 2,009 of the 2,418 notebook-seconds of the kernel run of CI at 7f39755, and
 # as many again under nbdev_test. NBDEV_TEST=all runs every notebook under nbdev_test too.
-KERNEL_ONLY='23_train|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
+KERNEL_ONLY='24_train|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
 [ "${NBDEV_TEST:-}" = all ] && KERNEL_ONLY='[_.]'
 nb_names=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n')
 nb_total=$(echo "$nb_names" | wc -l)

@@ -1,0 +1,84 @@
+"""Conversations through ingest and clean: every shape (OpenAI messages, ShareGPT, Alpaca, prompt/completion) in JSONL,
+CSV and Parquet keeps its turns exactly; cleaning acts on each turn's content (PII redacted in place, whitespace
+normalized) and dedups whole conversations; every malformed record is dead-lettered with its file, line and field."""
+import json
+import pyarrow as pa, pyarrow.parquet as pq
+from llm_nb.config import load_config
+from llm_nb.run import Run
+from llm_nb.ingest import run_ingest
+from llm_nb.clean_datatrove import run_clean
+from llm_nb.records import decode_turns
+
+PHONE = "13812345678"
+GOOD = [  # (record, its turns as ingest keeps them)
+    ({"messages": [{"role": "system", "content": "简洁回答"}, {"role": "user", "content": "这条评论提到了哪个商品？"},
+                   {"role": "assistant", "content": "耳机，音质很好"}]},
+     [("system", "简洁回答"), ("user", "这条评论提到了哪个商品？"), ("assistant", "耳机，音质很好")]),
+    ({"conversations": [{"from": "human", "value": f"Call me at {PHONE} about the order"},
+                        {"from": "gpt", "value": "I will call you tomorrow"}, {"from": "human", "value": "Thanks a lot"},
+                        {"from": "gpt", "value": "You are welcome"}], "system": "be polite"},
+     [("system", "be polite"), ("user", f"Call me at {PHONE} about the order"), ("assistant", "I will call you tomorrow"),
+      ("user", "Thanks a lot"), ("assistant", "You are welcome")]),
+    ({"instruction": "列出这份病历的症状", "input": "病历：头痛，发热三天", "output": "头痛、发热", "id": 9},
+     [("user", "列出这份病历的症状\n\n病历：头痛，发热三天"), ("assistant", "头痛、发热")]),
+    ({"prompt": "What is two plus two?", "completion": "Four, of course."},
+     [("user", "What is two plus two?"), ("assistant", "Four, of course.")]),
+]
+BAD = [  # (record, the reason its dead letter gives)
+    ({"messages": [{"role": "bot", "content": "hi"}, {"role": "assistant", "content": "x"}]},
+     "field 'messages[0].role': unknown role 'bot' (one of system, user, assistant, tool)"),
+    ({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "  "}]},
+     "field 'messages[1].content': empty assistant turn"),
+    ({"messages": [{"role": "assistant", "content": "a"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "b"}]},
+     "field 'messages[0].content': an assistant turn with no user turn before it"),
+    ({"messages": [{"role": "user", "content": "hi"}]}, "field 'messages': the conversation does not end with an assistant turn"),
+    ({"messages": {"role": "user"}}, "field 'messages' is dict, not a list"),
+    ({"messages": [{"role": "user", "content": ["a"]}, {"role": "assistant", "content": "x"}]},
+     "field 'messages[0].content' is list, not a string"),
+    ({"instruction": "总结这段话", "input": "一段话"}, "missing field 'output'"),
+    ({"conversations": [{"from": "human", "value": "q"}, {"from": "robot", "value": "a"}]},
+     "field 'conversations[1].from': unknown speaker 'robot'"),
+]
+
+def test_conversations_through_ingest_and_clean(tmp_path):
+    raw = tmp_path/"raw"
+    raw.mkdir()
+    lines = [json.dumps(r, ensure_ascii=False) for r, _ in GOOD] + [json.dumps(GOOD[0][0], ensure_ascii=False)]  # a copy
+    lines += [json.dumps(r, ensure_ascii=False) for r, _ in BAD]
+    (raw/"chat.jsonl").write_text("\n".join(lines) + "\n")
+    (raw/"alpaca.csv").write_text("instruction,input,output\n说出评论里的商品,这款耳机很好,耳机\n翻译,hello,\n")
+    pq.write_table(pa.table({"messages": [json.dumps(GOOD[3][0]["prompt"]), "not json"],
+                             "n": [1, 2]}), raw/"m.parquet")  # a string column that should hold lists
+    pq.write_table(pa.table({"messages": [[{"role": "user", "content": "第一个问题"}, {"role": "assistant", "content": "第一个回答"}]]}),
+                   raw/"typed.parquet")
+    cfg = load_config({"run": {"root": str(tmp_path/"runs"), "name": "chat"},
+                       "ingest": {"sources": [{"path": str(raw/"*")}]}, "clean": {"near_dedup": False}})
+    run = Run.create(cfg)
+    ing = run_ingest(cfg, run)
+    dead = [json.loads(l) for l in (run.dir/"ingest"/"dead_letter.jsonl").read_text().splitlines()]
+    got = {(d["file"].rsplit("/", 1)[-1], d["line"], d["reason"]) for d in dead}
+    want = {("chat.jsonl", len(GOOD) + 2 + i, reason) for i, (_, reason) in enumerate(BAD)}
+    assert {g for g in got if g[0] == "chat.jsonl" and not g[2].startswith(tuple(r for _, r in BAD))} == set(), got
+    assert {(f, l) for f, l, r in got if f == "chat.jsonl"} == {(f, l) for f, l, _ in want}, got
+    for f, l, r in want: assert any(g[:2] == (f, l) and g[2].startswith(r) for g in got), (f, l, r, got)
+    assert ("alpaca.csv", 3, "field 'output': empty assistant turn") in got, got
+    assert any(f == "m.parquet" and l == 1 and "is str, not a list" in r for f, l, r in got), got  # a JSON string, not a list
+    assert any(f == "m.parquet" and l == 2 and "nor a list written as JSON" in r for f, l, r in got), got
+    assert ing["kept"] == len(GOOD) + 1 + 1 + 1 and ing["invariant_ok"], ing
+
+    parts = pq.read_table(run.dir/"ingest"/"parts").to_pylist()
+    turns = sorted([[(t["role"], t["content"]) for t in decode_turns(p["text"])] for p in parts])
+    assert turns == sorted([t for _, t in GOOD] + [GOOD[0][1], [("user", "说出评论里的商品\n\n这款耳机很好"), ("assistant", "耳机")],
+                                                  [("user", "第一个问题"), ("assistant", "第一个回答")]])
+    alpaca = next(p for p in parts if p["text"].endswith("头痛、发热"))
+    assert json.loads(alpaca["meta"]) == {"id": 9}  # what is not a turn stays with the record
+
+    c = run_clean(cfg, run)
+    kept = [decode_turns(t) for t in pq.read_table(run.dir/"clean"/"clean.parquet").column("text").to_pylist()]
+    assert c["rejected"].get("exact_dup") == 1 and c["rows_out"] == len(GOOD) + 2, c
+    assert c["conversations"] == dict(kept=len(GOOD) + 2, turns=sum(map(len, kept))), c
+    polite = next(k for k in kept if k[0]["content"] == "be polite")
+    assert [t["role"] for t in polite] == ["system", "user", "assistant", "user", "assistant"]
+    assert PHONE not in polite[1]["content"] and polite[1]["content"].startswith("Call me at ") \
+        and polite[1]["content"].endswith(" about the order"), polite  # redacted inside its turn
+    assert c["pii"]["phone"] == 1, c["pii"]
