@@ -344,7 +344,7 @@ class Stage:
                  when:dict|None=None # {folder it writes: `f(cfg)`, whether the config has it written}
                 ):
         self.name, self.reads, self.writes, self.entry = name, tuple(reads), tuple(writes), entry or name
-        self.named, self.watch, self.weights, self.runner = named or (lambda cfg: []), watch, weights, None
+        self.named, self.watch, self.weights = named or (lambda cfg: []), watch, weights
         self.on, self.when = on or (lambda cfg: True), when or {}
 
     @property
@@ -392,6 +392,6 @@ def __call__(self:Stage, f):
         outer, run.stage = run.stage, self
         try: return f(cfg, run, *args, **kwargs)
         finally: run.stage = outer
-    self.runner = timed_stage(self.entry, self.watch)(within)
-    self.runner.contract = self
-    return self.runner
+    runner = timed_stage(self.entry, self.watch)(within)
+    runner.contract = self  # the pipeline reads the stage's contract from its runner
+    return runner
