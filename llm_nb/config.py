@@ -232,6 +232,10 @@ class TokenizeCfg(Section):
     split: Literal["length_stratified", "random"] = "length_stratified"
     length_bins: int = Field(8, gt=0)  # token-length bins (quantiles) of the stratified split
     padding_side: Literal["right", "left"] = "right"  # set on the tokenizer explicitly (right for training)
+    # conversations: "auto" (the model's own template) or a named one (llm_nb.chat.TEMPLATES)
+    chat_template: Literal["auto", "chatml", "qwen2", "llama-3", "llama-2", "phi-3"] = "auto"
+    train_on: Literal["assistant", "last_assistant", "all"] = "assistant"  # the tokens of a conversation trained on
+    too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 

@@ -16,6 +16,7 @@ from .env import cuda_available, peft_quietly
 from .run import Stage, git_revision, save_figure, show_table
 from .track import log_scores
 from .model import base_model_path, load_model, load_tokenizer
+from .tokenize import EXAMPLE_COLUMNS, collate_samples
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
@@ -42,23 +43,25 @@ def collate_lm(rows:list, # dicts with an `input_ids` list each
 
 # %% ../nbs/30_evaluate.ipynb #23bfee7a
 @torch.no_grad()
-def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask`, returns `.logits`
-               ds, # a dataset with `input_ids`
+def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask` or `position_ids`, returns `.logits`
+               ds, # a dataset with `input_ids` (and, from the tokenize stage, `labels` and `seq_lengths`)
                pad_id:int=0, # the tokenizer's pad id
                batch_size:int=8, # rows per forward pass
                max_batches:int=0 # stop after this many batches (0: the whole dataset)
               ) -> dict:
-    "Token-weighted perplexity of `model` on `ds`."
+    "Token-weighted perplexity of `model` on the labelled tokens of `ds`, each packed sample seen alone."
     from torch.utils.data import DataLoader
     model.eval()
     dev = next(model.parameters()).device
-    dl = DataLoader(ds.select_columns(["input_ids"]), batch_size=batch_size,
-                    collate_fn=lambda rows: collate_lm(rows, pad_id))
+    samples = "seq_lengths" in ds.column_names  # the tokenize stage's examples: `collate_samples`
+    collate = collate_samples if samples else collate_lm
+    dl = DataLoader(ds.select_columns(list(EXAMPLE_COLUMNS) if samples else ["input_ids"]), batch_size=batch_size,
+                    collate_fn=lambda rows: collate(rows, pad_id))
     nll, n = 0.0, 0
     for i, b in enumerate(dl):
         if max_batches and i >= max_batches: break
-        logits = model(input_ids=b["input_ids"].to(dev), attention_mask=b["attention_mask"].to(dev)).logits.float()
-        labels = b["labels"][:, 1:].to(dev)
+        labels = b.pop("labels")[:, 1:].to(dev)
+        logits = model(**{k: v.to(dev) for k, v in b.items()}, use_cache=False).logits.float()
         nll += torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels.flatten(),
                                                  ignore_index=IGNORE_INDEX, reduction="sum").item()
         n += int((labels != IGNORE_INDEX).sum())

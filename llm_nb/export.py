@@ -12,6 +12,7 @@ from .run import Stage, save_figure, show_table
 from .model import base_model_path, load_model, load_tokenizer
 from .track import log_scores
 from .env import peft_quietly
+from .chat import has_markers, stop_ids
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
@@ -42,13 +43,19 @@ def merge_adapter(base:str, # the base model: hub id or folder
                   out:Path, # the folder to write the merged checkpoint to
                   mcfg # `Config.model`: dtype and trust_remote_code
                  ) -> Path:
-    "Base + LoRA adapter merged into a standalone checkpoint in `out` (with tokenizer files)."
+    "Base + LoRA adapter merged into a standalone checkpoint in `out`, with the adapter's tokenizer and chat template."
     from peft import PeftModel
     dtype = "float32" if mcfg.dtype == "auto" else mcfg.dtype
     model = load_model(base, mcfg.model_copy(update=dict(dtype=dtype)), training=False)
     with peft_quietly(): merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    trained_with = Path(adapter)/"tokenizer_config.json"  # the train stage saves its tokenizer with the adapter
+    tok = load_tokenizer(str(adapter) if trained_with.exists() else base, mcfg.trust_remote_code)
+    if tok.chat_template and has_markers(tok.chat_template):  # trained on conversations: stop at the end of a turn
+        stops = merged.generation_config.eos_token_id
+        stops = [stops] if isinstance(stops, int) else list(stops or [])
+        merged.generation_config.eos_token_id = list(dict.fromkeys(stops + stop_ids(tok, tok.chat_template)))
     merged.save_pretrained(out)
-    load_tokenizer(base, mcfg.trust_remote_code).save_pretrained(out)
+    tok.save_pretrained(out)
     sp = Path(base)/"tokenizer.model"
     if sp.exists(): shutil.copy(sp, out/"tokenizer.model")
     return out
