@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import Stage, save_figure, show_table
-from .model import base_model_path, load_model, load_tokenizer
+from .model import base_model_path, load_model, load_tokenizer, save_tokenizer
 from .track import log_scores
 from .env import peft_quietly
 from .chat import has_markers, stop_ids
@@ -55,7 +55,7 @@ def merge_adapter(base:str, # the base model: hub id or folder
         stops = [stops] if isinstance(stops, int) else list(stops or [])
         merged.generation_config.eos_token_id = list(dict.fromkeys(stops + stop_ids(tok, tok.chat_template)))
     merged.save_pretrained(out)
-    tok.save_pretrained(out)
+    save_tokenizer(tok, out)  # its special tokens marked for llama.cpp's converter
     sp = Path(base)/"tokenizer.model"
     if sp.exists(): shutil.copy(sp, out/"tokenizer.model")
     return out

@@ -17,16 +17,17 @@ from .records import decode_turns
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
            'SP_MIN_COVERAGE', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL',
-           'coverage_within', 'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'quantization_config',
-           'load_model', 'count_params', 'lora_settings', 'preset_table', 'add_lora', 'lora_counts', 'lora_line',
-           'model_state_bytes', 'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes',
-           'estimate_memory', 'launch_memory', 'local_model', 'run_model', 'base_model_path']
+           'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'load_tokenizer',
+           'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table', 'add_lora',
+           'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement', 'zero_state_bytes',
+           'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory', 'local_model', 'run_model',
+           'base_model_path']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
 TINY_CHAT_TEMPLATE = "{{ bos_token }}" + CHATML  # the tiny model's chat format: ChatML after Llama's <s>
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                              pad_token="<pad>", add_bos_token=True, add_eos_token=False,
+                              pad_token="<pad>", add_bos_token=True, add_eos_token=False, add_prefix_space=False,
                               extra_special_tokens=list(CHAT_TOKENS), chat_template=TINY_CHAT_TEMPLATE)
 SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
 META_PIECES = len(SPECIAL_IDS) + len(CHAT_TOKENS) + 256  # pieces besides characters and merges: specials, chat, bytes
@@ -90,6 +91,17 @@ def train_tokenizer(texts, # iterable of strings
     return AutoTokenizer.from_pretrained(out_dir)
 
 # %% ../nbs/20_model.ipynb #00d75c98
+def save_tokenizer(tok, # a tokenizer
+                   folder:Path # where it goes
+                  ) -> Path:
+    "`tok.save_pretrained(folder)`, with its added tokens in tokenizer_config.json, where llama.cpp's converter reads them."
+    tok.save_pretrained(folder)
+    p = Path(folder)/"tokenizer_config.json"
+    added = {str(i): dict(content=t.content, special=t.special, lstrip=t.lstrip, rstrip=t.rstrip,
+                          normalized=t.normalized, single_word=t.single_word) for i, t in tok.added_tokens_decoder.items()}
+    p.write_text(json.dumps(json.loads(p.read_text()) | {"added_tokens_decoder": added}, indent=2, ensure_ascii=False))
+    return Path(folder)
+
 def _llama_config(tcfg, vocab_size:int):
     "A `LlamaConfig` of the tiny shape with Llama's special ids."
     from transformers import LlamaConfig
@@ -113,7 +125,7 @@ def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
     # generation stops at </s> (plain text) and at <|im_end|> (an answer)
     model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids(CHAT_TOKENS[1])]
     model.save_pretrained(out_dir)
-    tok.save_pretrained(out_dir)
+    save_tokenizer(tok, out_dir)
     # save_pretrained does not write the SentencePiece model; llama.cpp's converter needs it
     shutil.copy(out_dir/"_sp"/"tokenizer.model", out_dir/"tokenizer.model")
     shutil.rmtree(out_dir/"_sp")

@@ -119,3 +119,15 @@ def test_merged_model_stops_at_the_end_of_an_answer(chat_run):
     assert GenerationConfig.from_pretrained(merged).eos_token_id == [2, 5]
     assert load_tokenizer(str(merged)).chat_template == load_tokenizer(str(chat_run.dir/"tokenize"/"tokenizer")).chat_template
     assert check_eos(chat_run.cfg).status == "ok", check_eos(chat_run.cfg)
+
+def test_gguf_tokenizes_a_conversation_as_training_did(chat_run, tmp_path):
+    "llama.cpp reads the merged model's GGUF vocabulary and gets the training ids of a rendered conversation."
+    from llama_cpp import Llama
+    from llm_nb.export import convert_to_gguf
+    merged = chat_run.dir/"export"/"merged"
+    tok = load_tokenizer(str(merged))
+    chat = [{"role": "system", "content": "简洁回答"}, {"role": "user", "content": "手机怎么样？ The phone"},
+            {"role": "assistant", "content": "很好。"}]
+    ids = tok.apply_chat_template(chat, tokenize=True, return_dict=True)["input_ids"]
+    llm = Llama(str(convert_to_gguf(merged, tmp_path/"m.gguf")), vocab_only=True, verbose=False)
+    assert llm.tokenize(tok.apply_chat_template(chat, tokenize=False).encode(), add_bos=False, special=True) == ids
