@@ -71,6 +71,8 @@ class SynthCfg(Section):
     n_bad_utf8: int = Field(2, ge=0)  # lines that are not valid UTF-8
     n_blank: int = Field(2, ge=0)  # empty lines
     n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
+    n_instructions: int = Field(0, ge=0)  # conversations about records of the same kinds (synth/chat/train.jsonl)
+    n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
 
     @model_validator(mode="after")
     def _enough_records(self):
