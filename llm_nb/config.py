@@ -323,6 +323,14 @@ class LocalTask(Section):
     kind: Literal["multiple_choice", "generate"] = "multiple_choice"  # generate: greedy, scored by exact match
     delimiter: str = " "  # between the question and the answer ("" for a continuation)
     num_fewshot: int = Field(0, ge=0)  # examples from the same file put before each question
+    chat: bool = False  # each question asked as a user turn through the chat template the run trains with
+
+    @model_validator(mode="after")
+    def _chat_generates(self):
+        "A chat task is a zero-shot generation: the template renders one user turn and the prompt for the answer."
+        if self.chat and (self.kind != "generate" or self.num_fewshot):
+            raise ValueError(f"task {self.name}: chat: true takes kind: generate and num_fewshot: 0")
+        return self
 
 # %% ../nbs/00_config.ipynb #8cfad120
 class EvaluateCfg(Section):
