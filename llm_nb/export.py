@@ -250,14 +250,14 @@ class GGUFModel(LogitsLM):
                                    verbose=False, n_threads=threads or os.cpu_count() or 1)
         super().__init__(lambda ids: gguf_logits(self.llm, ids), tokenizer, n_ctx)
 
-    def greedy(self, ids:list[int], max_new:int) -> list[int]:
-        "Greedy continuation of `ids` (up to `max_new` tokens or EOS), one token per llama.cpp step."
+    def greedy(self, ids:list[int], max_new:int, stops:set|None=None) -> list[int]:
+        "Greedy continuation of `ids` (up to `max_new` tokens, EOS or one of `stops`), one token per llama.cpp step."
         self.llm.reset()
         self.llm.eval(list(ids))
-        out = []
+        out, stops = [], {self.eot_token_id} | set(stops or ())
         while len(out) < max_new and self.llm.n_tokens < self.max_length:
             nxt = int(np.argmax(self.llm.scores[self.llm.n_tokens - 1]))
-            if nxt == self.eot_token_id: break
+            if nxt in stops: break
             out.append(nxt)
             self.llm.eval([nxt])
         return out
