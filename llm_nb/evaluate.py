@@ -283,7 +283,7 @@ class LogitsLM(TemplateLM):
     def prefix_token_id(self): return next(t for t in (self.tokenizer.bos_token_id, self.eot_token_id) if t is not None)
 
     def tok_encode(self, string:str, add_special_tokens:bool|None=None, **kwargs) -> list[int]:
-        bos = self.tokenizer.bos_token
+        bos = getattr(self.tokenizer, "bos_token", None)
         if add_special_tokens is None and bos and string.startswith(bos): add_special_tokens = False  # a rendered chat
         return self.tokenizer.encode(string, **({} if add_special_tokens is None else
                                                 dict(add_special_tokens=add_special_tokens)))
@@ -311,8 +311,8 @@ class LogitsLM(TemplateLM):
 
     def stop_ids(self, until:list) -> set:
         "The ids of the stop strings that are special tokens (an end-of-turn token): decoding would hide them."
-        special = set(self.tokenizer.all_special_ids)
-        return {i for u in until if (i := self.tokenizer.convert_tokens_to_ids(u)) in special}
+        special = set(getattr(self.tokenizer, "all_special_ids", ()))
+        return {i for u in until if (i := self.tokenizer.convert_tokens_to_ids(u)) in special} if special else set()
 
     def generate_until(self, requests, disable_tqdm:bool=False) -> list[str]:
         def one(ctx, kw):
