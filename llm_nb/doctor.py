@@ -18,7 +18,7 @@ from .model import base_model_path, load_tokenizer
 from .chat import end_of_turn
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
            'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory',
            'check_ports', 'check_server', 'check_config', 'doctor']
 
@@ -36,12 +36,18 @@ class Verdict:
         return head + (f"\n       fix: {self.fix}" if self.fix and self.status in ("warn", "fail") else "")
 
 # %% ../nbs/91_doctor.ipynb #dr000010
+def run_of(cfg:Config, # the config whose run folder is checked
+           check:str # the check that asks
+          ) -> Run|Verdict:
+    "The run of `cfg`, or the verdict of `check` when there is no run yet (a skip)."
+    d = run_folder(cfg)
+    return Run(d, cfg) if (d/"manifest.json").exists() else Verdict(check, "skip", f"no run in {d} yet")
+
 def check_data(cfg:Config # the config whose run folder is checked
               ) -> Verdict:
     "Every file the run's manifest recorded is still there, byte for byte."
-    d = run_folder(cfg)
-    if not (d/"manifest.json").exists(): return Verdict("data", "skip", f"no run in {d} yet")
-    run = Run(d, cfg)
+    if isinstance(run := run_of(cfg, "data"), Verdict): return run
+    d = run.dir
     try: stages = stages_recorded(run)
     except RunError as e:  # manifest.json does not parse: what is wrong; how to recover
         found, _, fix = str(e).partition("; ")
@@ -112,11 +118,11 @@ def _times_trained(examples:Path, token:int) -> int:
 def check_eos(cfg:Config # the config whose run folder is checked
              ) -> Verdict:
     "After training on conversations: the end-of-turn token is trained, and it ends generation in the model served."
-    d = run_folder(cfg)
-    if not (d/"manifest.json").exists(): return Verdict("eos", "skip", f"no run in {d} yet")
-    run = Run(d, cfg)
-    if not run.manifest()["stages"].get("tokenize", {}).get("counts", {}).get("conversations"):
-        return Verdict("eos", "skip", "the run has no tokenized conversations")
+    if isinstance(run := run_of(cfg, "eos"), Verdict): return run
+    d = run.dir
+    try: talk = run.manifest()["stages"].get("tokenize", {}).get("counts", {}).get("conversations")
+    except RunError: return Verdict("eos", "skip", "manifest.json does not read (the data check says why)")
+    if not talk: return Verdict("eos", "skip", "the run has no tokenized conversations")
     tok = load_tokenizer(str(d/"tokenize"/"tokenizer"))
     eot = end_of_turn(tok, tok.chat_template)
     name, trained = f"{tok.convert_ids_to_tokens(eot)} (id {eot})", _times_trained(d/"tokenize"/"train", eot)
