@@ -296,7 +296,8 @@ def conversation_template(src:Path, # clean/clean.parquet
     "The chat template when `src` holds conversations (`chat_template`), else None."
     import duckdb
     q = "SELECT count(*) FROM read_parquet(?) WHERE starts_with(text, ?)"
-    return chat_template(tok, tc.chat_template) if duckdb.execute(q, [str(src), TURN_MARK]).fetchone()[0] else None
+    with duckdb.connect() as con: n = con.execute(q, [str(src), TURN_MARK]).fetchone()[0]  # not the shared default one
+    return chat_template(tok, tc.chat_template) if n else None
 
 def chat_counts(ids) -> dict:
     "Conversations by fate, with their tokens and trained tokens, from `tokenize_records`' output."
