@@ -172,8 +172,9 @@ def clean_twin(run, # a run whose stages before clean are done
 # %% ../nbs/13_clean_datatrove.ipynb #dt000027
 def _table(path:Path, order:str="file, line"):
     "A Parquet file's rows, in `order`, as a list of tuples, and its column names."
-    rel = duckdb.sql(f"SELECT * FROM read_parquet({sql_str(str(path))}) ORDER BY {order}")
-    return rel.fetchall(), rel.columns
+    with duckdb.connect() as con:  # its own: a result left open on the shared default connection would block it
+        rel = con.sql(f"SELECT * FROM read_parquet({sql_str(str(path))}) ORDER BY {order}")
+        return rel.fetchall(), rel.columns
 
 def output_diff(a:Path, # one run's clean/ folder
                 b:Path # another's

@@ -71,6 +71,8 @@ class SynthCfg(Section):
     n_bad_utf8: int = Field(2, ge=0)  # lines that are not valid UTF-8
     n_blank: int = Field(2, ge=0)  # empty lines
     n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
+    n_instructions: int = Field(0, ge=0)  # conversations about records of the same kinds (synth/chat/train.jsonl)
+    n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
 
     @model_validator(mode="after")
     def _enough_records(self):
@@ -232,6 +234,10 @@ class TokenizeCfg(Section):
     split: Literal["length_stratified", "random"] = "length_stratified"
     length_bins: int = Field(8, gt=0)  # token-length bins (quantiles) of the stratified split
     padding_side: Literal["right", "left"] = "right"  # set on the tokenizer explicitly (right for training)
+    # conversations: "auto" (the model's own template) or a named one (llm_nb.chat.TEMPLATES)
+    chat_template: Literal["auto", "chatml", "qwen2", "llama-3", "llama-2", "phi-3"] = "auto"
+    train_on: Literal["assistant", "last_assistant", "all"] = "assistant"  # the tokens of a conversation trained on
+    too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 
@@ -317,6 +323,14 @@ class LocalTask(Section):
     kind: Literal["multiple_choice", "generate"] = "multiple_choice"  # generate: greedy, scored by exact match
     delimiter: str = " "  # between the question and the answer ("" for a continuation)
     num_fewshot: int = Field(0, ge=0)  # examples from the same file put before each question
+    chat: bool = False  # each question asked as a user turn through the chat template the run trains with
+
+    @model_validator(mode="after")
+    def _chat_generates(self):
+        "A chat task is a zero-shot generation: the template renders one user turn and the prompt for the answer."
+        if self.chat and (self.kind != "generate" or self.num_fewshot):
+            raise ValueError(f"task {self.name}: chat: true takes kind: generate and num_fewshot: 0")
+        return self
 
 # %% ../nbs/00_config.ipynb #8cfad120
 class EvaluateCfg(Section):

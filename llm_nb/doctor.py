@@ -14,11 +14,13 @@ from .env import env_report, nvml_devices, recommend
 from .run import Run, RunError, run_folder
 from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
+from .model import base_model_path, load_tokenizer
+from .chat import end_of_turn
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'check_data', 'check_dvc', 'check_lfs', 'gpu_facts', 'check_torch_cuda',
-           'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory', 'check_ports',
-           'check_server', 'check_config', 'doctor']
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
+           'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory',
+           'check_ports', 'check_server', 'check_config', 'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -34,12 +36,18 @@ class Verdict:
         return head + (f"\n       fix: {self.fix}" if self.fix and self.status in ("warn", "fail") else "")
 
 # %% ../nbs/91_doctor.ipynb #dr000010
+def run_of(cfg:Config, # the config whose run folder is checked
+           check:str # the check that asks
+          ) -> Run|Verdict:
+    "The run of `cfg`, or the verdict of `check` when there is no run yet (a skip)."
+    d = run_folder(cfg)
+    return Run(d, cfg) if (d/"manifest.json").exists() else Verdict(check, "skip", f"no run in {d} yet")
+
 def check_data(cfg:Config # the config whose run folder is checked
               ) -> Verdict:
     "Every file the run's manifest recorded is still there, byte for byte."
-    d = run_folder(cfg)
-    if not (d/"manifest.json").exists(): return Verdict("data", "skip", f"no run in {d} yet")
-    run = Run(d, cfg)
+    if isinstance(run := run_of(cfg, "data"), Verdict): return run
+    d = run.dir
     try: stages = stages_recorded(run)
     except RunError as e:  # manifest.json does not parse: what is wrong; how to recover
         found, _, fix = str(e).partition("; ")
@@ -91,6 +99,42 @@ def check_lfs(path:Path|None, # the config file; its folder is the project
         return Verdict("lfs", "fail", f"{len(ptrs)} model file(s) are Git LFS pointers, not their content: {ptrs[0]}",
                        "`git lfs pull` in the project (a clone made without Git LFS has only the pointers)")
     return Verdict("lfs", "ok", f"{project}: every file Git LFS tracks is checked out")
+
+# %% ../nbs/91_doctor.ipynb #eo000002
+def _eos_ids(folder:Path) -> list[int]|None:
+    "The `eos_token_id` of a checkpoint folder's generation config, as a list; None without one."
+    f = Path(folder)/"generation_config.json"
+    if not f.exists(): return None
+    eos = json.loads(f.read_text()).get("eos_token_id")
+    return [eos] if isinstance(eos, int) else list(eos or [])
+
+def _times_trained(examples:Path, token:int) -> int:
+    "How many labels of the saved examples in `examples` are `token`."
+    import pyarrow.compute as pc
+    from datasets import load_from_disk
+    labels = pc.list_flatten(load_from_disk(str(examples)).with_format("arrow")[:]["labels"])
+    return int(pc.sum(pc.equal(labels, token)).as_py() or 0)
+
+def check_eos(cfg:Config # the config whose run folder is checked
+             ) -> Verdict:
+    "After training on conversations: the end-of-turn token is trained, and it ends generation in the model served."
+    if isinstance(run := run_of(cfg, "eos"), Verdict): return run
+    d = run.dir
+    try: talk = run.manifest()["stages"].get("tokenize", {}).get("counts", {}).get("conversations")
+    except RunError: return Verdict("eos", "skip", "manifest.json does not read (the data check says why)")
+    if not talk: return Verdict("eos", "skip", "the run has no tokenized conversations")
+    tok = load_tokenizer(str(d/"tokenize"/"tokenizer"))
+    eot = end_of_turn(tok, tok.chat_template)
+    name, trained = f"{tok.convert_ids_to_tokens(eot)} (id {eot})", _times_trained(d/"tokenize"/"train", eot)
+    model = d/"export"/"merged" if (d/"export"/"merged").exists() else Path(base_model_path(run))
+    eos = _eos_ids(model)
+    if not trained: return Verdict("eos", "fail", f"{name} is never trained in tokenize/train",
+                                   "the chat template's {% generation %} span must close with it; re-run tokenize")
+    if eos is None: return Verdict("eos", "warn", f"{model} has no generation_config.json to check",
+                                   "make sure the server stops at " + name)
+    if eot not in eos: return Verdict("eos", "fail", f"{name} is not among the eos_token_id {eos} of {model}: the model "
+                                      "will write on past its answers", "re-run export (it adds the id), or add it by hand")
+    return Verdict("eos", "ok", f"{name} trained {trained} times, and it ends generation in {model.name}")
 
 # %% ../nbs/91_doctor.ipynb #dr000013
 def gpu_facts() -> dict:
@@ -272,6 +316,6 @@ def doctor(path:Path|None=None # the YAML config (None: the demo config)
     if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), torch_check,
                             verdict]
     nccl = check_nccl(cfg, dict(os.environ), set(psutil.net_if_addrs()))
-    return [check_data(cfg), check_dvc(path), check_lfs(path, cfg), torch_check, check_precision(rep, cfg),
-            check_gpu_visibility(rep, facts, cfg), nccl, check_disk(cfg), check_memory(cfg), check_ports(cfg),
-            check_server(cfg), verdict]
+    return [check_data(cfg), check_dvc(path), check_lfs(path, cfg), check_eos(cfg), torch_check,
+            check_precision(rep, cfg), check_gpu_visibility(rep, facts, cfg), nccl, check_disk(cfg),
+            check_memory(cfg), check_ports(cfg), check_server(cfg), verdict]

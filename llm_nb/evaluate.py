@@ -16,13 +16,16 @@ from .env import cuda_available, peft_quietly
 from .run import Stage, git_revision, save_figure, show_table
 from .track import log_scores
 from .model import base_model_path, load_model, load_tokenizer
+from .tokenize import EXAMPLE_COLUMNS, collate_samples
+from .chat import chat_template, end_of_turn
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
            'LM_EVAL_DPI', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
-           'write_task', 'order_windows', 'order_question', 'order_task', 'task_fewshot', 'task_scores', 'log_softmax',
-           'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'lm_eval_scores', 'lm_eval_markdown',
-           'plot_lm_eval', 'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
+           'write_task', 'chat_questions', 'chat_until', 'chat_settings', 'order_windows', 'order_question',
+           'order_task', 'task_fewshot', 'task_scores', 'log_softmax', 'continuation_logprob', 'cut_at', 'LogitsLM',
+           'lm_eval_quietly', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval', 'write_stage_tasks', 'hf_lm_eval',
+           'write_lm_eval', 'main_metrics', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
 IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
@@ -42,23 +45,25 @@ def collate_lm(rows:list, # dicts with an `input_ids` list each
 
 # %% ../nbs/30_evaluate.ipynb #23bfee7a
 @torch.no_grad()
-def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask`, returns `.logits`
-               ds, # a dataset with `input_ids`
+def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask` or `position_ids`, returns `.logits`
+               ds, # a dataset with `input_ids` (and, from the tokenize stage, `labels` and `seq_lengths`)
                pad_id:int=0, # the tokenizer's pad id
                batch_size:int=8, # rows per forward pass
                max_batches:int=0 # stop after this many batches (0: the whole dataset)
               ) -> dict:
-    "Token-weighted perplexity of `model` on `ds`."
+    "Token-weighted perplexity of `model` on the labelled tokens of `ds`, each packed sample seen alone."
     from torch.utils.data import DataLoader
     model.eval()
     dev = next(model.parameters()).device
-    dl = DataLoader(ds.select_columns(["input_ids"]), batch_size=batch_size,
-                    collate_fn=lambda rows: collate_lm(rows, pad_id))
+    samples = "seq_lengths" in ds.column_names  # the tokenize stage's examples: `collate_samples`
+    collate = collate_samples if samples else collate_lm
+    dl = DataLoader(ds.select_columns(list(EXAMPLE_COLUMNS) if samples else ["input_ids"]), batch_size=batch_size,
+                    collate_fn=lambda rows: collate(rows, pad_id))
     nll, n = 0.0, 0
     for i, b in enumerate(dl):
         if max_batches and i >= max_batches: break
-        logits = model(input_ids=b["input_ids"].to(dev), attention_mask=b["attention_mask"].to(dev)).logits.float()
-        labels = b["labels"][:, 1:].to(dev)
+        labels = b.pop("labels")[:, 1:].to(dev)
+        logits = model(**{k: v.to(dev) for k, v in b.items()}, use_cache=False).logits.float()
         nll += torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels.flatten(),
                                                  ignore_index=IGNORE_INDEX, reduction="sum").item()
         n += int((labels != IGNORE_INDEX).sum())
@@ -118,7 +123,8 @@ MAX_GEN_TOKS = 32  # tokens a generation task's answer may take
 def task_config(name:str, # the task's name
                 data_file:Path, # its checked JSONL file
                 kind:str, # `multiple_choice` or `generate`
-                delimiter:str=" " # between question and answer
+                delimiter:str=" ", # between question and answer
+                until:tuple=("\n",) # where a generated answer ends
                ) -> dict:
     "An lm-eval task config for a local JSONL file (few-shot examples come from the same file)."
     cfg = dict(task=name, dataset_path="json", dataset_kwargs=dict(data_files=dict(train=str(data_file))),
@@ -127,20 +133,47 @@ def task_config(name:str, # the task's name
     if kind == "multiple_choice":
         return dict(cfg, output_type="multiple_choice", doc_to_choice="{{choices}}", metric_list=MC_METRICS)
     return dict(cfg, output_type="generate_until", metric_list=[GEN_METRIC],
-                generation_kwargs=dict(until=["\n"], do_sample=False, max_gen_toks=MAX_GEN_TOKS))
+                generation_kwargs=dict(until=list(until), do_sample=False, max_gen_toks=MAX_GEN_TOKS))
 
 def write_task(records:list[dict], # checked records
                name:str, # the task's name
                kind:str, # `multiple_choice` or `generate`
                out:Path, # the folder of task files
-               delimiter:str=" " # between question and answer
+               delimiter:str=" ", # between question and answer
+               until:tuple=("\n",) # where a generated answer ends
               ) -> Path:
     "`out/<name>.jsonl` and the `out/<name>.yaml` lm-eval reads; the YAML's path."
     out.mkdir(parents=True, exist_ok=True)
     data = out/f"{name}.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    (y := out/f"{name}.yaml").write_text(yaml.safe_dump(task_config(name, data, kind, delimiter), allow_unicode=True))
+    cfg = task_config(name, data, kind, delimiter, until)
+    (y := out/f"{name}.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     return y
+
+# %% ../nbs/30_evaluate.ipynb #ev0c0002
+def chat_questions(records:list[dict], # checked `generate` records
+                   tok, # the tokenizer the run trains with
+                   template:str # its chat template (`llm_nb.chat.chat_template`)
+                  ) -> list[dict]:
+    "`records` with each question rendered as a user turn and the prompt for the assistant's answer."
+    prompts = tok.apply_chat_template([[{"role": "user", "content": r["question"]}] for r in records],
+                                      chat_template=template, tokenize=False, add_generation_prompt=True)
+    return [dict(r, question=p) for r, p in zip(records, prompts)]
+
+def chat_until(tok, # the tokenizer
+               template:str # the chat template
+              ) -> tuple:
+    "Where an answer of a chat task ends: a newline, or the template's end-of-turn token."
+    return ("\n", tok.convert_ids_to_tokens(end_of_turn(tok, template)))
+
+# %% ../nbs/30_evaluate.ipynb #ev0c0005
+def chat_settings(ec, # `Config.evaluate`
+                  task_dir:Path # the folder the tasks were written to
+                 ) -> dict:
+    "{chat task: the template file, few-shot count and generation settings it is scored with}."
+    gen = lambda name: yaml.safe_load((task_dir/f"{name}.yaml").read_text())["generation_kwargs"]
+    return {lt.name: dict(chat_template=f"{task_dir.parent.name}/{task_dir.name}/chat_template.jinja", num_fewshot=0,
+                          **gen(lt.name)) for lt in ec.local_tasks if lt.chat}
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c010
 def order_windows(blocks:list[list[int]], # held-out blocks of token ids
@@ -250,6 +283,8 @@ class LogitsLM(TemplateLM):
     def prefix_token_id(self): return next(t for t in (self.tokenizer.bos_token_id, self.eot_token_id) if t is not None)
 
     def tok_encode(self, string:str, add_special_tokens:bool|None=None, **kwargs) -> list[int]:
+        bos = getattr(self.tokenizer, "bos_token", None)
+        if add_special_tokens is None and bos and string.startswith(bos): add_special_tokens = False  # a rendered chat
         return self.tokenizer.encode(string, **({} if add_special_tokens is None else
                                                 dict(add_special_tokens=add_special_tokens)))
 
@@ -265,19 +300,24 @@ class LogitsLM(TemplateLM):
                     for c, t in windows(self.tok_encode(r.args[0], add_special_tokens=False)))
                 for r in tqdm(requests, desc="rolling loglikelihood", disable=disable_tqdm)]
 
-    def greedy(self, ids:list[int], max_new:int) -> list[int]:
-        "Greedy continuation of `ids` (up to `max_new` tokens or EOS), one full forward pass per token."
-        out = []
+    def greedy(self, ids:list[int], max_new:int, stops:set|None=None) -> list[int]:
+        "Greedy continuation of `ids` (up to `max_new` tokens, EOS or one of `stops`), one full forward pass per token."
+        out, stops = [], {self.eot_token_id} | set(stops or ())
         while len(out) < max_new and len(ids) + len(out) < self.max_length:
             nxt = int(np.argmax(self.logits(list(ids) + out)[-1]))
-            if nxt == self.eot_token_id: break
+            if nxt in stops: break
             out.append(nxt)
         return out
+
+    def stop_ids(self, until:list) -> set:
+        "The ids of the stop strings that are special tokens (an end-of-turn token): decoding would hide them."
+        special = set(getattr(self.tokenizer, "all_special_ids", ()))
+        return {i for u in until if (i := self.tokenizer.convert_tokens_to_ids(u)) in special} if special else set()
 
     def generate_until(self, requests, disable_tqdm:bool=False) -> list[str]:
         def one(ctx, kw):
             ids = self.tok_encode(ctx)[-(self.max_length - self.max_gen_toks):]
-            new = self.greedy(ids, kw.get("max_gen_toks", self.max_gen_toks))
+            new = self.greedy(ids, kw.get("max_gen_toks", self.max_gen_toks), self.stop_ids(kw.get("until", [])))
             return cut_at(self.tokenizer.decode(new, skip_special_tokens=True), kw.get("until", []))
         return [one(*r.args) for r in tqdm(requests, desc="generate", disable=disable_tqdm)]
 
@@ -364,8 +404,12 @@ def write_stage_tasks(cfg, # the run's config
     "Each of `evaluate.local_tasks` checked and written, and the order task built, under `out`; `task_fewshot`."
     from datasets import load_from_disk
     ec = cfg.evaluate
+    template = chat_template(tok, cfg.tokenize.chat_template) if any(lt.chat for lt in ec.local_tasks) else None
     for lt in ec.local_tasks:
-        write_task(read_task_file(run.path(lt.path), lt.kind), lt.name, lt.kind, out, lt.delimiter)
+        recs = read_task_file(run.path(lt.path), lt.kind)
+        if lt.chat: write_task(chat_questions(recs, tok, template), lt.name, lt.kind, out, "", chat_until(tok, template))
+        else: write_task(recs, lt.name, lt.kind, out, lt.delimiter)
+    if template: (out/"chat_template.jinja").write_text(template)
     if ec.order_questions:
         blocks = load_from_disk(str(run.input("tokenize/eval")))["input_ids"]
         qs = order_task(blocks, tok, ec.order_questions, ec.order_tokens, seed=cfg.run.seed)
@@ -404,7 +448,7 @@ def main_metrics(scores:dict # {model: `task_scores`}
     return {m: {t: next(iter(ms.values()))["value"] for t, ms in s.items() if ms} for m, s in scores.items()}
 
 # %% ../nbs/30_evaluate.ipynb #c16b03c9
-EVALUATE = Stage("evaluate", reads=("tokenize/eval", "train/adapter", "model"), writes=("evaluate",))
+EVALUATE = Stage("evaluate", reads=("tokenize/eval", "tokenize/tokenizer", "train/adapter", "model"), writes=("evaluate",))
 
 @EVALUATE
 def run_evaluate(cfg, run) -> dict:
@@ -415,7 +459,7 @@ def run_evaluate(cfg, run) -> dict:
     ds = load_from_disk(str(run.input("tokenize/eval")))
     _check_eval(ec, len(ds))
     base = base_model_path(run)
-    tok = load_tokenizer(base, cfg.model.trust_remote_code)
+    tok = load_tokenizer(str(run.input("tokenize/tokenizer")))  # the base's vocabulary, and the run's chat template
     tasks = write_stage_tasks(cfg, run, tok, out/"tasks")
     model = load_model(base, cfg.model, training=False)
     before = perplexity(model, ds, tok.pad_token_id, ec.batch_size, ec.max_batches)
@@ -430,6 +474,7 @@ def run_evaluate(cfg, run) -> dict:
         scores = hf_lm_eval(cfg, tasks, out/"tasks", base, adapter)
         outputs += write_lm_eval(tasks, scores, out) + [out/"tasks"]
         res["lm_eval"] = main_metrics(scores)
+        if chat := chat_settings(ec, out/"tasks"): res["chat_tasks"] = chat  # what the scores move with
         show_table("evaluate: lm-eval", lm_eval_markdown(scores))
         res |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("evaluate", outputs=outputs, counts=res)

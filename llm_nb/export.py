@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import Stage, save_figure, show_table
-from .model import base_model_path, load_model, load_tokenizer
+from .model import base_model_path, load_model, load_tokenizer, save_tokenizer
 from .track import log_scores
 from .env import peft_quietly
+from .chat import has_markers, stop_ids
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
@@ -42,13 +43,19 @@ def merge_adapter(base:str, # the base model: hub id or folder
                   out:Path, # the folder to write the merged checkpoint to
                   mcfg # `Config.model`: dtype and trust_remote_code
                  ) -> Path:
-    "Base + LoRA adapter merged into a standalone checkpoint in `out` (with tokenizer files)."
+    "Base + LoRA adapter merged into a standalone checkpoint in `out`, with the adapter's tokenizer and chat template."
     from peft import PeftModel
     dtype = "float32" if mcfg.dtype == "auto" else mcfg.dtype
     model = load_model(base, mcfg.model_copy(update=dict(dtype=dtype)), training=False)
     with peft_quietly(): merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    trained_with = Path(adapter)/"tokenizer_config.json"  # the train stage saves its tokenizer with the adapter
+    tok = load_tokenizer(str(adapter) if trained_with.exists() else base, mcfg.trust_remote_code)
+    if tok.chat_template and has_markers(tok.chat_template):  # trained on conversations: stop at the end of a turn
+        stops = merged.generation_config.eos_token_id
+        stops = [stops] if isinstance(stops, int) else list(stops or [])
+        merged.generation_config.eos_token_id = list(dict.fromkeys(stops + stop_ids(tok, tok.chat_template)))
     merged.save_pretrained(out)
-    load_tokenizer(base, mcfg.trust_remote_code).save_pretrained(out)
+    save_tokenizer(tok, out)  # its special tokens marked for llama.cpp's converter
     sp = Path(base)/"tokenizer.model"
     if sp.exists(): shutil.copy(sp, out/"tokenizer.model")
     return out
@@ -243,14 +250,14 @@ class GGUFModel(LogitsLM):
                                    verbose=False, n_threads=threads or os.cpu_count() or 1)
         super().__init__(lambda ids: gguf_logits(self.llm, ids), tokenizer, n_ctx)
 
-    def greedy(self, ids:list[int], max_new:int) -> list[int]:
-        "Greedy continuation of `ids` (up to `max_new` tokens or EOS), one token per llama.cpp step."
+    def greedy(self, ids:list[int], max_new:int, stops:set|None=None) -> list[int]:
+        "Greedy continuation of `ids` (up to `max_new` tokens, EOS or one of `stops`), one token per llama.cpp step."
         self.llm.reset()
         self.llm.eval(list(ids))
-        out = []
+        out, stops = [], {self.eot_token_id} | set(stops or ())
         while len(out) < max_new and self.llm.n_tokens < self.max_length:
             nxt = int(np.argmax(self.llm.scores[self.llm.n_tokens - 1]))
-            if nxt == self.eot_token_id: break
+            if nxt in stops: break
             out.append(nxt)
             self.llm.eval([nxt])
         return out

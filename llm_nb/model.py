@@ -11,22 +11,26 @@ import torch
 from .config import ConfigError, DeepSpeedCfg, expand
 from .run import Run, Stage, read_json
 from .env import peft_quietly, resolve_loading
+from .chat import CHATML
+from .records import decode_turns
 
 # %% auto #0
-__all__ = ['CHATML_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS', 'SP_MIN_COVERAGE',
-           'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL', 'coverage_within',
-           'train_tokenizer', 'build_tiny_model', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
-           'lora_settings', 'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes',
-           'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory',
-           'launch_memory', 'local_model', 'run_model', 'base_model_path']
+__all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
+           'SP_MIN_COVERAGE', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL',
+           'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'load_tokenizer',
+           'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table', 'add_lora',
+           'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement', 'zero_state_bytes',
+           'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory', 'local_model', 'run_model',
+           'base_model_path']
 
 # %% ../nbs/20_model.ipynb #268012fb
-CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")  # the tiny model's chat format
+CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
+TINY_CHAT_TEMPLATE = "{{ bos_token }}" + CHATML  # the tiny model's chat format: ChatML after Llama's <s>
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                              pad_token="<pad>", add_bos_token=True, add_eos_token=False, chat_template=CHATML_TEMPLATE)
+                              pad_token="<pad>", add_bos_token=True, add_eos_token=False, add_prefix_space=False,
+                              extra_special_tokens=list(CHAT_TOKENS), chat_template=TINY_CHAT_TEMPLATE)
 SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
-META_PIECES = len(SPECIAL_IDS) + 256  # pieces besides characters and merges: the specials and the 256 bytes
+META_PIECES = len(SPECIAL_IDS) + len(CHAT_TOKENS) + 256  # pieces besides characters and merges: specials, chat, bytes
 SP_OPTIONS = dict(model_type="bpe",
                   byte_fallback=True,  # a character without a piece is encoded as its UTF-8 bytes
                   normalization_rule_name="identity",  # keep the text as is: newlines, repeated spaces
@@ -40,7 +44,8 @@ def _sp_train(texts:list[str], out_dir:Path, vocab_size:int, coverage:float) -> 
     "Train SentencePiece into `out_dir`; None when done, else the vocabulary size it says the characters need."
     import sentencepiece as spm
     try: spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(out_dir/"tokenizer"),
-                                        vocab_size=vocab_size, character_coverage=coverage, **SP_OPTIONS, **SPECIAL_IDS)
+                                        vocab_size=vocab_size, character_coverage=coverage, user_defined_symbols=list(CHAT_TOKENS),
+                                        **SP_OPTIONS, **SPECIAL_IDS)
     except RuntimeError as e:
         m = re.search(r"Vocabulary size is smaller than required_chars\. \d+ vs (\d+)", str(e))
         if m is None: raise
@@ -86,6 +91,17 @@ def train_tokenizer(texts, # iterable of strings
     return AutoTokenizer.from_pretrained(out_dir)
 
 # %% ../nbs/20_model.ipynb #00d75c98
+def save_tokenizer(tok, # a tokenizer
+                   folder:Path # where it goes
+                  ) -> Path:
+    "`tok.save_pretrained(folder)`, with its added tokens in tokenizer_config.json, where llama.cpp's converter reads them."
+    tok.save_pretrained(folder)
+    p = Path(folder)/"tokenizer_config.json"
+    added = {str(i): dict(content=t.content, special=t.special, lstrip=t.lstrip, rstrip=t.rstrip,
+                          normalized=t.normalized, single_word=t.single_word) for i, t in tok.added_tokens_decoder.items()}
+    p.write_text(json.dumps(json.loads(p.read_text()) | {"added_tokens_decoder": added}, indent=2, ensure_ascii=False))
+    return Path(folder)
+
 def _llama_config(tcfg, vocab_size:int):
     "A `LlamaConfig` of the tiny shape with Llama's special ids."
     from transformers import LlamaConfig
@@ -105,8 +121,11 @@ def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
     out_dir = Path(out_dir)
     tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage)
     torch.manual_seed(seed)
-    LlamaForCausalLM(_llama_config(tcfg, len(tok))).save_pretrained(out_dir)
-    tok.save_pretrained(out_dir)
+    model = LlamaForCausalLM(_llama_config(tcfg, len(tok)))
+    # generation stops at </s> (plain text) and at <|im_end|> (an answer)
+    model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids(CHAT_TOKENS[1])]
+    model.save_pretrained(out_dir)
+    save_tokenizer(tok, out_dir)
     # save_pretrained does not write the SentencePiece model; llama.cpp's converter needs it
     shutil.copy(out_dir/"_sp"/"tokenizer.model", out_dir/"tokenizer.model")
     shutil.rmtree(out_dir/"_sp")
@@ -357,9 +376,10 @@ def _lora_info(conf, cfg) -> dict:
 
 # %% ../nbs/20_model.ipynb #5ae63268
 def _clean_texts(src:Path) -> list[str]:
-    "The `text` column of the clean stage's parquet file; a ConfigError when cleaning kept nothing to learn from."
+    "The texts of the clean stage's parquet file (a conversation's turns, one per line); a ConfigError when there are none."
     import pyarrow.parquet as pq
-    texts = pq.read_table(src, columns=["text"]).column("text").to_pylist()
+    texts = [t if (turns := decode_turns(t)) is None else "\n".join(x["content"] for x in turns)
+             for t in pq.read_table(src, columns=["text"]).column("text").to_pylist()]
     if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
                                          f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")

@@ -15,9 +15,11 @@ from .env import cjk_font
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
            'MED_ADVICE', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
-           'SYMPTOMS', 'SECOND_ERRORS', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft',
-           'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind',
-           'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo', 'run_synth']
+           'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN', 'SYNTH',
+           'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image',
+           'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind', 'entity_spans', 'doccano_export',
+           'second_annotator', 'write_doccano_demo', 'instruction', 'conversation', 'make_instructions',
+           'write_instructions', 'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -401,6 +403,57 @@ def write_doccano_demo(d:Path, # the synth folder
     (dd/"truth.json").write_text(json.dumps(truth, indent=2))
     return [dd/"admin.jsonl", dd/"second.jsonl", dd/"truth.json"]
 
+# %% ../nbs/03_synth.ipynb #si000002
+ASK = {"medical": "列出这份病历的症状。\n\n{text}", "review_zh": "这条评论提到了哪个商品？\n\n{text}",
+       "review_en": "Which product is this review about?\n\n{text}"}  # the question about a record of each kind
+ASKED = {"medical": "SYMPTOM", "review_zh": "PRODUCT", "review_en": "PRODUCT"}  # the span that answers it
+SYSTEM = {"medical": "你是医生助理，回答要简短。", "review_zh": "你是电商客服助手，回答要简短。",
+          "review_en": "You are a shop assistant. Answer briefly."}
+FOLLOW_UP = ("持续多少天了？", re.compile(r"主诉：\S+?(\d+)天"))  # a note's second question, and where its answer is
+WITH_SYSTEM, MULTI_TURN = .3, .5  # share of conversations with a system prompt; of notes with the follow-up
+
+def instruction(kind:str, # the record's kind (a key of KINDS)
+                text:str # the record's text
+               ) -> tuple[str, str]:
+    "(question, answer) about a demo record: the product a review names, or a note's symptoms joined by 、."
+    spans = [text[s:e] for s, e, label in entity_spans(kind, text) if label == ASKED[kind]]
+    return ASK[kind].format(text=text), "、".join(spans)
+
+# %% ../nbs/03_synth.ipynb #si000004
+def conversation(d:Draft, # the record the questions are about
+                 r:random.Random # draws the system prompt and the follow-up
+                ) -> dict:
+    "An OpenAI `messages` record about `d`: sometimes a system prompt, the question and its answer, a follow-up for some notes."
+    q, a = instruction(d.kind, d.text)
+    msgs = [{"role": "system", "content": SYSTEM[d.kind]}] if r.random() < WITH_SYSTEM else []
+    msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    if d.kind == "medical" and r.random() < MULTI_TURN:
+        ask, where = FOLLOW_UP
+        msgs += [{"role": "user", "content": ask}, {"role": "assistant", "content": f"{where.search(d.text).group(1)}天"}]
+    return {"messages": msgs}
+
+def make_instructions(n:int, # training conversations
+                      n_heldout:int, # held-out questions, about other records
+                      seed:int=0 # the run's seed (instructions draw from a stream of their own)
+                     ) -> tuple[list[dict], list[dict]]:
+    "(training conversations, held-out `{question, answer}`), each about a distinct record."
+    r = random.Random(f"instructions-{seed}")
+    drafts = _drafts(n + n_heldout, r)
+    held = [dict(zip(("question", "answer"), instruction(d.kind, d.text))) for d in drafts[n:]]
+    return [conversation(d, r) for d in drafts[:n]], held
+
+# %% ../nbs/03_synth.ipynb #si000006
+def write_instructions(d:Path, # the synth folder
+                       s, # `Config.synth`: n_instructions, n_heldout_instructions
+                       seed:int # the run's seed
+                      ) -> list[Path]:
+    "synth/chat/train.jsonl (the conversations) and synth/chat/heldout.jsonl (the held-out questions)."
+    (c := d/"chat").mkdir(exist_ok=True)
+    train, held = make_instructions(s.n_instructions, s.n_heldout_instructions, seed)
+    for name, recs in (("train.jsonl", train), ("heldout.jsonl", held)):
+        (c/name).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in recs), encoding="utf-8")
+    return [c/"train.jsonl", c/"heldout.jsonl"]
+
 # %% ../nbs/03_synth.ipynb #e755c818
 SYNTH = Stage("synth", writes=("synth",))  # its contract: it reads nothing of the run
 
@@ -411,7 +464,8 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json` and `synth/doccano/` from `cfg.synth`."
     s = cfg.synth
     if s.n_records == 0: return {}
-    lines, truth = make_records(**s.model_dump(exclude={"n_document_pages"}), seed=cfg.run.seed)
+    lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions"}),
+                                seed=cfg.run.seed)
     d = run.stage_dir("synth")
     (d/"raw.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     outputs = [d/"raw.jsonl", d/"truth.json"] + write_doccano_demo(d, lines, cfg.run.seed)
@@ -419,6 +473,9 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
         pages = handbook_pages(s.n_document_pages, cfg.run.seed)
         outputs.append(sample_pdf(d/"handbook.pdf", pages))
         truth |= dict(document_pages=len(pages), document_records=sum(1 + ("table" in p) for p in pages))
+    if s.n_instructions:
+        outputs += write_instructions(d, s, cfg.run.seed)
+        truth |= dict(instructions=s.n_instructions, heldout_instructions=s.n_heldout_instructions)
     (d/"truth.json").write_text(json.dumps(truth, indent=2))
     counts = {k: v for k, v in truth.items() if not k.endswith(("_of", "_ids"))}  # the numbers, not the id lists
     run.record("synth", outputs=outputs, counts=counts)

@@ -5,17 +5,21 @@
 # %% ../nbs/21_tokenize.ipynb #c2a6817d
 from __future__ import annotations
 import hashlib, json, math
+from collections import Counter
 from pathlib import Path
 import numpy as np
+import torch
 from .config import ConfigError
-from .records import TURN_MARK
+from .records import TURN_MARK, decode_turns
+from .chat import chat_template, fit_turns, render_chats
 from .run import Stage, save_figure, sha256_file
 from .model import base_model_path, load_tokenizer
 
 # %% auto #0
-__all__ = ['TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch', 'set_padding_side',
-           'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples',
-           'save_split', 'refuse_conversations', 'run_tokenize']
+__all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',
+           'tokenize_chats', 'tokenize_records', 'pack_chats', 'collate_samples', 'set_padding_side', 'length_bins',
+           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples', 'save_split',
+           'conversation_template', 'chat_counts', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -46,20 +50,83 @@ def token_lengths(ds) -> np.ndarray:
 def pack_batch(batch:dict, # a `datasets` batch (dict or Arrow table) with an `input_ids` column
                block:int # tokens per block
               ) -> dict:
-    "Concatenate `batch['input_ids']` and cut into blocks of `block` tokens; labels = input_ids."
+    "Concatenate `batch['input_ids']` and cut into blocks of `block` tokens; labels = input_ids, one sequence per block."
     import itertools, pyarrow as pa, pyarrow.compute as pc
     col = batch["input_ids"]
     if isinstance(col, (pa.Array, pa.ChunkedArray)): flat = pc.list_flatten(col).to_numpy()
     else: flat = np.fromiter(itertools.chain.from_iterable(col), dtype=np.int64)
     blocks = flat[:len(flat) // block * block].reshape(-1, block)
-    return {"input_ids": blocks, "labels": blocks}
+    return {"input_ids": blocks, "labels": blocks, "seq_lengths": np.full((len(blocks), 1), block)}
 
 # %% ../nbs/21_tokenize.ipynb #0d6f3b93
-def truncate_batch(batch:dict, # a `datasets` batch with an `input_ids` column
+def truncate_batch(batch:dict, # a `datasets` batch with `input_ids` and `labels` columns
                    max_length:int # tokens kept per record
                   ) -> dict:
-    "Each record's ids cut to `max_length` tokens."
-    return {"input_ids": [x[:max_length] for x in batch["input_ids"]]}
+    "Each record's ids and labels cut to `max_length` tokens, as one sample each."
+    labels = batch["labels"] if "labels" in batch else batch["input_ids"]  # plain text: the ids themselves
+    cut = {"input_ids": [x[:max_length] for x in batch["input_ids"]], "labels": [x[:max_length] for x in labels]}
+    return cut | {"seq_lengths": [[len(x)] for x in cut["input_ids"]]}
+
+# %% ../nbs/21_tokenize.ipynb #tc000002
+def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
+                   tok, # the model's tokenizer
+                   template:str, # the chat template (`chat_template`)
+                   tc # `Config.tokenize`: max_length, train_on, too_long
+                  ) -> tuple[list, list, list]:
+    "(input_ids, labels, fate) of each conversation; fate: kept, truncated, too_long or first_answer_too_long (no ids)."
+    r = render_chats(tok, template, chats, tc.train_on)
+    ids, labels, fate = r["input_ids"], r["labels"], ["kept"] * len(chats)
+    for i in [i for i, x in enumerate(ids) if len(x) > tc.max_length]:
+        cut = fit_turns(tok, template, chats[i], tc.max_length) if tc.too_long == "truncate" else None
+        fate[i] = "truncated" if cut else "first_answer_too_long" if tc.too_long == "truncate" else "too_long"
+        if cut: (ids[i],), (labels[i],) = render_chats(tok, template, [cut], tc.train_on).values()
+        else: ids[i] = labels[i] = []
+    return ids, labels, fate
+
+# %% ../nbs/21_tokenize.ipynb #tc000005
+def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plain text or a stored conversation)
+                     tok, # the model's tokenizer
+                     template:str|None, # the chat template, when there are conversations
+                     tc # `Config.tokenize`
+                    ) -> dict:
+    "input_ids, labels and fate (`text`, or a conversation's, see `tokenize_chats`) of each record."
+    texts = batch["text"]
+    chats = [decode_turns(t) for t in texts]
+    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts)}
+    plain = [i for i, c in enumerate(chats) if c is None]
+    for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
+        out["input_ids"][i] = out["labels"][i] = x
+    talk = [i for i, c in enumerate(chats) if c is not None]
+    if talk:
+        for i, *row in zip(talk, *tokenize_chats([chats[i] for i in talk], tok, template, tc)):
+            for k, v in zip(("input_ids", "labels", "fate"), row): out[k][i] = v
+    return out
+
+# %% ../nbs/21_tokenize.ipynb #tc000008
+def pack_chats(ds, # a `datasets.Dataset` of conversations: input_ids and labels
+               tc, # `Config.tokenize`: max_length, batch_size
+               name:str # the side, for the progress bar
+              ):
+    "Whole conversations packed into rows of at most `tc.max_length` tokens (TRL's best fit decreasing), with `seq_lengths`."
+    from trl.data_utils import pack_dataset  # heavy (it imports transformers' modeling code): only when there are conversations
+    packed = pack_dataset(ds.select_columns(["input_ids", "labels"]), tc.max_length, strategy="bfd",
+                          map_kwargs=dict(batch_size=tc.batch_size, desc=f"pack conversations {name}"))
+    return packed.with_format(None)
+
+# %% ../nbs/21_tokenize.ipynb #tc000011
+def collate_samples(rows:list, # examples: input_ids, labels, seq_lengths
+                    pad_id:int # the tokenizer's pad token id
+                   ) -> dict:
+    "A batch: ids padded with `pad_id`, labels with -100, position ids restarting at each sample, no attention mask."
+    n = max(len(r["input_ids"]) for r in rows)
+    ids, labels = torch.full((len(rows), n), pad_id), torch.full((len(rows), n), -100)
+    pos = torch.zeros((len(rows), n), dtype=torch.long)  # padding: each pad token a sample of its own
+    for i, r in enumerate(rows):
+        k = len(r["input_ids"])
+        ids[i, :k], labels[i, :k] = torch.tensor(r["input_ids"]), torch.tensor(r["labels"])
+        pos[i, :k] = torch.cat([torch.arange(s) for s in r["seq_lengths"]])
+    labels[pos == 0] = -100  # a sample's first token: predicted from the sample before it
+    return {"input_ids": ids, "labels": labels, "position_ids": pos}
 
 # %% ../nbs/21_tokenize.ipynb #a8e0f4c6
 def set_padding_side(tok, # a tokenizer
@@ -152,15 +219,39 @@ def plot_lengths(lengths:np.ndarray, # token length of each record
     return fig
 
 # %% ../nbs/21_tokenize.ipynb #78fb29cb
-def make_examples(ids, tc, name:str) -> tuple:
-    "One side's tokenized records packed (or truncated, without `tokenize.pack`) into examples, and its counts."
+EXAMPLE_COLUMNS = ("input_ids", "labels", "seq_lengths")  # what the train stage reads
+
+def _text_examples(ids, tc, name:str):
+    "Plain-text records packed into blocks, or each cut to `max_length` (without `tokenize.pack`)."
     kw = dict(batched=True, batch_size=tc.batch_size, remove_columns=ids.column_names)
     if tc.pack:  # Arrow batches in, plain rows out
-        ex = ids.with_format("arrow").map(pack_batch, fn_kwargs=dict(block=tc.max_length), desc=f"pack {name}",
-                                          **kw).with_format(None)
-    else: ex = ids.map(truncate_batch, fn_kwargs=dict(max_length=tc.max_length), desc=f"truncate {name}", **kw)
-    return ex, dict(records=len(ids), tokens=int(token_lengths(ids).sum()), examples=len(ex),
-                    tokens_in_examples=int(token_lengths(ex).sum()))
+        return ids.with_format("arrow").map(pack_batch, fn_kwargs=dict(block=tc.max_length), desc=f"pack {name}",
+                                            **kw).with_format(None)
+    return ids.map(truncate_batch, fn_kwargs=dict(max_length=tc.max_length), desc=f"truncate {name}", **kw)
+
+def _chat_examples(ids, tc, name:str):
+    "Conversations packed whole, or one per example (they are no longer than `max_length` already)."
+    if tc.pack: return pack_chats(ids, tc, name)
+    return ids.map(truncate_batch, fn_kwargs=dict(max_length=tc.max_length), batched=True,
+                   batch_size=tc.batch_size, remove_columns=ids.column_names, desc=f"conversations {name}")
+
+def make_examples(ids, # one side's tokenized records: input_ids, labels (and fate, from `tokenize_records`)
+                  tc, # `Config.tokenize`
+                  name:str # the side
+                 ) -> tuple:
+    "The side's examples (text examples first, then conversations) and its counts."
+    from datasets import Dataset, Features, List, Value, concatenate_datasets
+    fate = ids.with_format("arrow")[:]["fate"].to_numpy(zero_copy_only=False) if "fate" in ids.column_names else None
+    is_text = np.ones(len(ids), bool) if fate is None else fate == "text"
+    kinds = ((is_text, _text_examples), (~is_text, _chat_examples))
+    feats = Features({k: List(Value("int64")) for k in EXAMPLE_COLUMNS})
+    made = (make(ids.select(np.flatnonzero(rows)), tc, name) for rows, make in kinds if rows.any())
+    parts = [p.cast(feats) for p in made if len(p)]  # (a map that yields no row keeps its input's columns)
+    ex = concatenate_datasets(parts) if parts else Dataset.from_dict({k: [] for k in EXAMPLE_COLUMNS}, features=feats)
+    n = int(token_lengths(ex).sum())
+    counts = dict(records=len(ids), tokens=int(token_lengths(ids).sum()), examples=len(ex), tokens_in_examples=n)
+    if tc.pack and len(ex): counts["padding_share"] = round(1 - n / (len(ex) * tc.max_length), 4)
+    return ex, counts
 
 # %% ../nbs/21_tokenize.ipynb #6d0c687b
 def _check_examples(counts:dict, tc) -> None:
@@ -196,13 +287,27 @@ def save_split(ds, # a `datasets.Dataset` of examples
     return folder
 
 # %% ../nbs/21_tokenize.ipynb #tk000c02
-def refuse_conversations(src:Path # clean/clean.parquet
-                        ) -> None:
-    "A `ConfigError` when `src` holds conversations: this stage trains on plain text only, for now."
+FATES = ("kept", "truncated", "too_long", "first_answer_too_long")  # what can become of a conversation
+
+def conversation_template(src:Path, # clean/clean.parquet
+                          tok, # the model's tokenizer
+                          tc # `Config.tokenize`
+                         ) -> str|None:
+    "The chat template when `src` holds conversations (`chat_template`), else None."
     import duckdb
-    n = duckdb.execute("SELECT count(*) FROM read_parquet(?) WHERE starts_with(text, ?)", [str(src), TURN_MARK]).fetchone()[0]
-    if n: raise ConfigError(f"tokenize: {n} record(s) of {src} are conversations: training on them (the chat template, "
-                            "loss on the answers) is not built yet (issue #33); for now a run trains on plain text only")
+    q = "SELECT count(*) FROM read_parquet(?) WHERE starts_with(text, ?)"
+    with duckdb.connect() as con: n = con.execute(q, [str(src), TURN_MARK]).fetchone()[0]  # not the shared default one
+    return chat_template(tok, tc.chat_template) if n else None
+
+def chat_counts(ids) -> dict:
+    "Conversations by fate, with their tokens and trained tokens, from `tokenize_records`' output."
+    import pyarrow.compute as pc
+    t = ids.with_format("arrow")[:]
+    talk = t.filter(pc.not_equal(t["fate"], "text"))
+    labels = pc.list_flatten(talk["labels"])
+    fates = Counter(talk["fate"].to_pylist())
+    return dict(records=talk.num_rows, **{f: fates[f] for f in FATES}, tokens=len(labels),
+                trained_tokens=int(pc.sum(pc.not_equal(labels, -100)).as_py() or 0))
 
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
 TOKENIZE = Stage("tokenize", reads=("clean/clean.parquet", "model"), writes=("tokenize",))
@@ -213,21 +318,29 @@ def run_tokenize(cfg, run) -> dict:
     from datasets import Dataset
     tc = cfg.tokenize
     src, out = run.input("clean/clean.parquet"), run.stage_dir("tokenize")
-    refuse_conversations(src)
-    model_path = base_model_path(run)
-    tok = set_padding_side(load_tokenizer(model_path, cfg.model.trust_remote_code), tc)
+    tok = set_padding_side(load_tokenizer(base_model_path(run), cfg.model.trust_remote_code), tc)
+    template = conversation_template(src, tok, tc)
     ids = Dataset.from_parquet(str(src), columns=["text"]).map(
-        tokenize_batch, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc, remove_columns=["text"],
-        fn_kwargs=dict(tok=tok), desc="tokenize")
+        tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc, remove_columns=["text"],
+        fn_kwargs=dict(tok=tok, template=template, tc=tc), desc="tokenize")
+    talk = chat_counts(ids) if template else None
+    ids = ids.filter(lambda f: [x in ("text", "kept", "truncated") for x in f], input_columns="fate", batched=True)
+    if not len(ids) and talk: raise ConfigError(f"tokenize.max_length={tc.max_length} is shorter than every "
+                                                f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
     split = _split_records(lengths, tc, cfg.run.seed)
     done = {name: make_examples(ids.select(ix), tc, name) for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
     for name, (ex, _) in done.items(): save_split(ex, out/name)
+    if template: tok.chat_template = template  # trained with it: saved with the tokenizer, served with it
     tok.save_pretrained(str(out/"tokenizer"))
+    if talk: counts["conversations"] = talk
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"
     print(f"tokenize: {tc.split} split: train {counts['train']['examples']}, eval {counts['eval']['examples']} {unit}")
+    if talk: print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
+                   f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
+                   f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on})")
     run.record("tokenize", outputs=[out], counts=counts)
     return counts

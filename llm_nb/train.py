@@ -15,7 +15,7 @@ from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wa
 from .deepspeed_config import batch_plan, clear_stale_locks, deepspeed_config, world_size
 from .model import add_lora, base_model_path, count_params, load_model, load_tokenizer
 from .env import env_report, resolve_loading
-from .tokenize import set_padding_side
+from .tokenize import collate_samples, set_padding_side
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'training_args', 'check_train', 'train_fingerprint', 'CheckpointMarker',
@@ -59,7 +59,9 @@ def training_args(cfg, # the run's `Config`
         bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
         torch_compile=t.torch_compile, deepspeed=ds, report_to=report_to, use_cpu=use_cpu,
-        seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
+        seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0,
+        remove_unused_columns=False,  # the collator reads seq_lengths, which is no argument of the model
+        use_cache=False)  # (the Trainer puts it in the model's config) a KV cache lets packed samples read each other
 
 # %% ../nbs/24_train.ipynb #86f95f27
 def check_train(cfg) -> None: # the run's `Config`
@@ -205,7 +207,8 @@ def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather 
 def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
     "A `GuardedTrainer` of the LoRA-wrapped base model on tokenize/train (and eval), with checkpoint markers."
     from datasets import load_from_disk
-    from transformers import DataCollatorForLanguageModeling, set_seed
+    from functools import partial
+    from transformers import set_seed
     set_seed(cfg.run.seed)  # the adapter's random init too: the same seed, the same run
     rep = env_report()
     use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
@@ -213,12 +216,11 @@ def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="no
     ds = deepspeed_config(cfg, pin_memory=not use_cpu)
     if ds: join_deepspeed(use_cpu)
     args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds, report_to)  # before the model
-    tok = set_padding_side(load_tokenizer(base, cfg.model.trust_remote_code), cfg.tokenize)
+    tok = set_padding_side(load_tokenizer(str(run.input("tokenize/tokenizer"))), cfg.tokenize)  # its chat template too
     model = add_lora(load_model(base, cfg.model), cfg.lora, gradient_checkpointing=cfg.train.gradient_checkpointing)
-    if cfg.train.gradient_checkpointing: model.config.use_cache = False  # the cache is useless, and conflicts
     data = {k: load_from_disk(str(run.input(f"tokenize/{k}"))) for k in ("train", "eval")}
     return GuardedTrainer(model=model, args=args, train_dataset=data["train"], eval_dataset=data["eval"],
-                          processing_class=tok, data_collator=DataCollatorForLanguageModeling(tok, mlm=False),
+                          processing_class=tok, data_collator=partial(collate_samples, pad_id=tok.pad_token_id),
                           callbacks=[CheckpointMarker(train_fingerprint(cfg))], nan_policy=cfg.train.nan_policy,
                           lr_scale=lr_scale)
 
@@ -266,9 +268,11 @@ def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
 def save_adapter(trainer, # a trained `Trainer`
                  path:Path # the folder to write
                 ) -> None:
-    "Save the LoRA adapter (gathered from all ranks under ZeRO-3) from rank 0."
+    "Save the LoRA adapter (gathered from all ranks under ZeRO-3) and the tokenizer it was trained with, from rank 0."
     state = trainer.accelerator.get_state_dict(trainer.deepspeed) if trainer.is_deepspeed_enabled else None
-    if trainer.args.should_save: trainer.accelerator.unwrap_model(trainer.model).save_pretrained(path, state_dict=state)
+    if not trainer.args.should_save: return
+    trainer.accelerator.unwrap_model(trainer.model).save_pretrained(path, state_dict=state)
+    trainer.processing_class.save_pretrained(path)  # its chat template goes with the adapter
 
 # %% ../nbs/24_train.ipynb #617cdfe5
 def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
@@ -281,7 +285,8 @@ def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
                 tokens_seen=steps * a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
                 * cfg.tokenize.max_length)
 
-TRAIN = Stage("train", reads=("tokenize/train", "tokenize/eval", "model"), writes=("train",), weights=True)
+TRAIN = Stage("train", reads=("tokenize/train", "tokenize/eval", "tokenize/tokenizer", "model"), writes=("train",),
+              weights=True)
 
 @TRAIN
 def run_train(cfg, run, drill=None) -> dict:

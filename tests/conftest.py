@@ -61,3 +61,13 @@ def slurm_env():
     env["SLURM_CONF"] = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
     yield env
     if not was_up: assert _slurm("stop", env).returncode == 0
+
+# a conversation that every server must render as training did (test_serve, test_vllm)
+CHAT = [{"role": "system", "content": "简洁回答"}, {"role": "user", "content": "这个手机怎么样？ The phone"},
+        {"role": "assistant", "content": "很好。"}, {"role": "user", "content": "电池呢？"}]
+
+def training_ids(tokenizer_dir, chat:list=CHAT) -> list[int]:
+    "The ids the training template gives `chat`, with the prompt for the next answer (transformers' render)."
+    from llm_nb.model import load_tokenizer
+    return load_tokenizer(str(tokenizer_dir)).apply_chat_template(chat, add_generation_prompt=True, tokenize=True,
+                                                                  return_dict=True)["input_ids"]

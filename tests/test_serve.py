@@ -5,6 +5,7 @@ from llm_nb.config import ConfigError, load_config
 from llm_nb.serve import serve_exported
 from llm_nb.bench import BenchFailed, run_bench, parse_prometheus
 from llm_nb.testing import FakeOpenAI
+from conftest import CHAT, training_ids
 
 def cfg_of(run, **sets):
     "The run's config with dotted-key overrides, validated like any other config."
@@ -143,15 +144,20 @@ def test_vllm_commands_from_the_run(exported_run, monkeypatch):
     with pytest.raises(FileNotFoundError, match="q5_k_m"):
         serve_exported(cfg_of(run, **{"serve.engine": "vllm", "serve.model": "q5_k_m"}), run)
 
-def test_llama_server_answers_chat_with_the_tiny_template(exported_run):
-    "The tiny tokenizer's ChatML template travels into the GGUF, so llama-server answers /v1/chat/completions."
+def test_llama_server_answers_chat_with_the_training_template(exported_run):
+    """The template the model was trained with travels into the GGUF: llama-server answers /v1/chat/completions, and the
+    prompt it renders for a conversation is, token for token, the one training rendered."""
     run = exported_run
     cfg = cfg_of(run, **{"serve.engine": "llama_server", "bench.endpoint": "chat", "bench.num_prompts": 4})
     with serve_exported(cfg, run).start(cfg.serve.startup_timeout) as server:
         m = run_bench(cfg, run, server)
         props = httpx.get(server.base_url + "/props", timeout=30).json()
+        prompt = httpx.post(server.base_url + "/apply-template", json={"messages": CHAT}, timeout=30).json()["prompt"]
+        served = httpx.post(server.base_url + "/tokenize", json={"content": prompt, "add_special": True,
+                                                                 "parse_special": True}, timeout=30).json()["tokens"]
     assert (m["completed"], m["failed"]) == (4, 0), m["errors"]
     assert "<|im_start|>" in props.get("chat_template", ""), props.get("chat_template")
+    assert served == training_ids(run.dir/"train"/"adapter"), (prompt, served)
 
 def test_bench_cli_asks_the_server_for_its_model(exported_run, tmp_path):
     "Without --model, `llm_nb bench` sends the first model name the server lists at /v1/models."

@@ -7,6 +7,7 @@ from llm_nb.model import base_model_path
 from llm_nb.monitor import watch_server
 from llm_nb.serve import serve_exported, vllm_python
 from llm_nb.testing import random_adapter
+from conftest import CHAT, training_ids
 
 GROUP_GONE_S = 15  # seconds the server's children may take to exit after the server itself
 
@@ -61,6 +62,13 @@ def test_vllm_two_adapters_per_request(vllm_server):
     first, second = answer("model"), answer("other")
     assert first != second, (first, second)
     assert answer("model") == first  # greedy: the same adapter gives the same answer again
+
+def test_vllm_renders_a_conversation_as_training_did(vllm_server):
+    "vLLM's /tokenize of a conversation (its chat path: the tokenizer's template) gives the training ids."
+    cfg, run, server = vllm_server
+    r = httpx.post(server.base_url + "/tokenize", json={"model": "model", "messages": CHAT, "add_generation_prompt": True},
+                   timeout=60).json()
+    assert r["tokens"] == training_ids(run.dir/"train"/"adapter"), r
 
 def test_vllm_own_client_from_the_same_install(vllm_server, tmp_path):
     "`vllm bench serve` runs from the Python that serves vLLM (the CPU venv here) and counts what llm_nb counts."
