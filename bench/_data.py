@@ -1,10 +1,17 @@
 """Bench input: the review corpus online_shopping_10_cats.csv (`--data PATH`, default ../shared/data/) scaled up with
 perturbations, written by DuckDB as an ingest part (the Parquet schema llm_nb.ingest writes), so both sides of a
-benchmark read the same file. Also what every bench shares: `Targets` (each stated target judged on its measured
+benchmark read the same file. Also what every bench shares: `timed` (one call's seconds), `Targets` (each stated target judged on its measured
 figure, one line each, exit status 1 when one is missed) and `--smoke` (the same code paths at the smallest scale,
 targets not judged: tools/bench_smoke.sh)."""
-import operator, random, sys
+import gc, operator, random, sys, time
 from pathlib import Path
+
+def timed(f, *args, **kw):
+    "(seconds, result) of one call, after a garbage collection (so that it does not pay for the last one's)."
+    gc.collect()
+    t = time.perf_counter()
+    res = f(*args, **kw)
+    return time.perf_counter() - t, res
 
 SMOKE_LINE = "smoke run: targets are judged at full scale only"
 

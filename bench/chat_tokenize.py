@@ -21,10 +21,10 @@ tokens, its own template), trained with `llm_nb.model.train_tokenizer` on the re
 
 Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
-import argparse, csv, gc, sys, tempfile, time
+import argparse, csv, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import Targets, add_smoke_arg
+from _data import Targets, add_smoke_arg, timed
 
 DATA = Path(__file__).resolve().parents[2]/"shared"/"data"
 TARGET_RATIO, TARGET_NONPAD = 0.5, 0.9
@@ -45,13 +45,6 @@ def conversations(data_dir:Path, n:int) -> list[list[dict]]:
                                 {"role": "assistant", "content": "是" if r["label"] == "1" else "不是"}]
         out.append(chat)
     return out
-
-def timed(f, *args, **kw):
-    "(seconds, result) of one call, after a garbage collection."
-    gc.collect()
-    t = time.perf_counter()
-    res = f(*args, **kw)
-    return time.perf_counter() - t, res
 
 def ours(chats, tok, template, tc, batch:int) -> tuple[list, list]:
     "llm_nb's path, batch by batch: (ids, labels) of every conversation."

@@ -23,10 +23,10 @@ sample of 200, a 1,000-piece vocabulary, grown as the characters need) and judge
 
 Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
-import argparse, csv, gc, os, sys, tempfile, time
+import argparse, csv, os, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import Targets, add_smoke_arg
+from _data import Targets, add_smoke_arg, timed
 
 DATA = Path(__file__).resolve().parents[2]/"shared"/"data"  # the default, beside the repo
 FILES = dict(reviews="online_shopping_10_cats.csv", shakespeare="tinyshakespeare.txt")
@@ -73,13 +73,6 @@ def raw(texts, backend, batch:int, fast:bool=False) -> int:
     for i in range(0, len(texts), batch):
         n += sum(len(e.ids) for e in enc(texts[i:i + batch], add_special_tokens=True))
     return n
-
-def timed(f, *args, **kw):
-    "(seconds, result) of one call, after a garbage collection (so that it does not pay for the last one's)."
-    gc.collect()
-    t = time.perf_counter()
-    res = f(*args, **kw)
-    return time.perf_counter() - t, res
 
 def nonpad_share(rows, tok, batch:int, pad_to:int|None=None, seed:int=0) -> float:
     "Share of token slots that are not padding over all training batches of `rows` (lists of ids), shuffled."
