@@ -1,8 +1,8 @@
 """Bench input: the review corpus online_shopping_10_cats.csv (`--data PATH`, default ../shared/data/) scaled up with
 perturbations, written by DuckDB as an ingest part (the Parquet schema llm_nb.ingest writes), so both sides of a
-benchmark read the same file. Also what every bench shares: `timed` (one call's seconds), `Targets` (each stated target judged on its measured
-figure, one line each, exit status 1 when one is missed) and `--smoke` (the same code paths at the smallest scale,
-targets not judged: tools/bench_smoke.sh)."""
+benchmark read the same file. Also what every bench shares: `timed` (one call's seconds), `Targets` (each stated
+target judged on its measured figure, one line each, exit status 1 when one is missed) and `--smoke` (the same code
+paths at the smallest scale, targets not judged: tools/bench_smoke.sh)."""
 import gc, operator, random, sys, time
 from pathlib import Path
 
