@@ -37,8 +37,8 @@ def random_word_lines(n:int, seed:int) -> list[str]:
 
 @pytest.fixture(scope="session")
 def exported_run():
-    "A demo run through the export stage (short training): a GGUF to serve."
-    return run_until("serve_bench", **{"train.max_steps": 5})
+    "A demo run through the export stage (short training): a GGUF to serve, and an adapter vLLM can serve as a LoRA."
+    return run_until("serve_bench", **{"train.max_steps": 5, "lora.modules_to_save": []})
 
 SLURM = ["bash", str(Path(__file__).resolve().parents[1]/"tools"/"slurm_local.sh")]
 
