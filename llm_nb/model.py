@@ -222,6 +222,10 @@ def add_lora(model, # a causal LM
     if getattr(model, "is_loaded_in_8bit", False) or getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
     tm = "all-linear" if s["target_modules"] == ["all-linear"] else s["target_modules"]
+    names = [n for n, _ in model.named_modules()]
+    if gone := [w for w in s["modules_to_save"] if not any(n == w or n.endswith("." + w) for n in names)]:
+        raise ConfigError(f"lora.modules_to_save={s['modules_to_save']}: the model has no module named {gone} "
+                          "(peft would train none of them, silently)")
     lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
                     modules_to_save=s["modules_to_save"] or None, task_type="CAUSAL_LM")
     try:
