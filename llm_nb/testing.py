@@ -13,9 +13,9 @@ from .run import Run
 from .env import peft_quietly
 
 # %% auto #0
-__all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have', 'send_json',
-           'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter',
-           'CharTokenizer', 'fake_pynvml', 'wandb_log']
+__all__ = ['TEXT_ONLY', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have',
+           'send_json', 'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI',
+           'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -32,6 +32,10 @@ def run_until(stage:str, # the stage under test: every stage before it is run
     run = Run.create(load_config(base, **{**overrides, "run.root": root}))
     for s in names[:names.index(stage)]: STAGES[s](run.cfg, run)
     return run
+
+# %% ../nbs/04_testing.ipynb #te-text-only2
+TEXT_ONLY = {"synth.n_instructions": 0, "synth.n_heldout_instructions": 0, "evaluate.local_tasks": [],
+             "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources if s.name != "instructions"]}
 
 # %% ../nbs/04_testing.ipynb #te000002
 class MissingComponent(RuntimeError):
