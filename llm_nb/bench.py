@@ -716,26 +716,30 @@ def ask_chat(base_url:str, # the server, e.g. http://127.0.0.1:8080
              model:str="model", # the served model's name
              headers:dict|None=None # e.g. the API key
             ) -> list[dict]:
-    "Each question as one user turn to `/v1/chat/completions`, greedy: {question, expected, answer, finish_reason}."
+    "Each question as one user turn to `/v1/chat/completions`, greedy: {question, expected, answer, finish_reason, error}."
     out = []
     with httpx.Client(base_url=base_url.rstrip("/"), headers=headers or {}, timeout=ANSWER_TIMEOUT) as client:
         for r in records:
             body = dict(model=model, messages=[{"role": "user", "content": r["user"]}], max_tokens=max_tokens,
                         temperature=0)
-            resp = client.post("/v1/chat/completions", json=body)
-            resp.raise_for_status()
-            choice = resp.json()["choices"][0]
-            out.append(dict(question=r["user"], expected=r["answer"], answer=choice["message"]["content"] or "",
-                            finish_reason=choice["finish_reason"]))
+            got = dict(question=r["user"], expected=r["answer"], answer="", finish_reason=None, error=None)
+            try:
+                resp = client.post("/v1/chat/completions", json=body)
+                resp.raise_for_status()
+                choice = resp.json()["choices"][0]
+                got |= dict(answer=choice["message"]["content"] or "", finish_reason=choice["finish_reason"])
+            except httpx.HTTPError as e: got["error"] = f"{type(e).__name__}: {e}"  # counted, not raised
+            out.append(got)
     return out
 
 def answer_scores(asked:list[dict] # from `ask_chat`
                  ) -> dict:
-    "Questions, exact match (case and surrounding whitespace ignored) and the share of answers that stopped."
+    "Questions, exact match (case and surrounding whitespace ignored), the share of answers that stopped, failures."
     same = lambda a, b: a.strip().lower() == b.strip().lower()
     n = len(asked)
     return dict(questions=n, exact_match=round(sum(same(a["answer"], a["expected"]) for a in asked) / max(n, 1), 4),
-                stopped=round(sum(a["finish_reason"] == "stop" for a in asked) / max(n, 1), 4))
+                stopped=round(sum(a["finish_reason"] == "stop" for a in asked) / max(n, 1), 4),
+                failed=sum(a["error"] is not None for a in asked))
 
 # %% ../nbs/42_bench.ipynb #5576c792
 def bench_server(cfg, # the run's config (its `bench` section)
@@ -758,7 +762,7 @@ def bench_server(cfg, # the run's config (its `bench` section)
         m["answers"] = {name: answer_scores(a) for name, a in asked.items()}
         for name, s in m["answers"].items():
             print(f"bench: {server.engine}: {name}: exact match {s['exact_match']:.3f}, {s['stopped']:.0%} of "
-                  f"{s['questions']} answers stopped (finish_reason stop)")
+                  f"{s['questions']} answers stopped (finish_reason stop)" + (f", {s['failed']} failed" * bool(s["failed"])))
     return m
 
 @timed_stage("bench")
