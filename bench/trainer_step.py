@@ -1,5 +1,6 @@
-"""Benchmark: the train stage's step time (llm_nb's `GuardedTrainer`, and the plain HF `Trainer`) vs a plain PyTorch
-loop, in one process, on the same LoRA-wrapped tiny Llama, the same batches, the same optimizer and scheduler.
+"""Benchmark: the train stage's step time (llm_nb's `GuardedTrainer`, the plain HF `Trainer`, TRL's `SFTTrainer`) vs
+a plain PyTorch loop, in one process, on the same LoRA-wrapped tiny Llama, the same batches, the same optimizer and
+scheduler.
 
 Every contender starts from the same state: a fresh `llm_nb.train.build_trainer(cfg, run, out)` (it seeds, loads the base
 model and wraps it with LoRA). The HF `Trainer` gets that trainer's model, arguments, data and collator; the plain loop
@@ -10,12 +11,13 @@ A step's time is the interval between the ends of two consecutive steps (the Tra
 after the optimizer step; the plain loop's own timestamp), so Trainer setup is excluded while its per-step data
 loading, logging and callbacks count. The first `--warmup` steps of each run are dropped, and so are the steps with
 an epoch's last, partial batch (the same steps for every contender: they see the same batches). The contenders run
-interleaved (G T P G T P ...) `--repeat` times; medians over all kept steps are reported. The process's CPU time per
+interleaved (G T S P G T S P ...) `--repeat` times; medians over all kept steps are reported. The process's CPU time per
 step (`time.process_time`, same intervals, all threads; no dataloader workers) is printed too: it is far less
 sensitive to other load on the machine than wall time.
 Per-round ratios (each contender's median in a round over the plain loop's in the same round) are printed too: on a
 loaded machine they show how much of a difference is noise.
-Target: Trainer / plain loop <= 1.10x, for GuardedTrainer and for the HF Trainer, on the metric `--verdict` names:
+Target: Trainer / plain loop <= 1.10x, for GuardedTrainer, the HF Trainer and TRL's SFTTrainer (given the tokenize
+stage's examples and collator, its dataset preparation skipped), on the metric `--verdict` names:
 by default the median CPU time per step (on a shared machine other processes inflate wall times by tens
 of percent, at random; CPU time counts only this process's work); on an idle machine pass
 `--verdict "wall median"`. The wall minimum (least disturbed step) is shown too. One line per target; exit status 1
@@ -68,6 +70,21 @@ def run_hf(cfg, run, out, keep):
     cb = timer_callback()
     tr = Trainer(model=g.model, args=g.args, train_dataset=g.train_dataset, eval_dataset=g.eval_dataset,
                  processing_class=g.processing_class, data_collator=g.data_collator, callbacks=[cb])
+    t0, c0 = time.perf_counter(), time.process_time()
+    tr.train()
+    return step_times(cb.end, t0, keep), step_times(cb.cpu, c0, keep)
+
+def run_sft(cfg, run, out, keep):
+    """TRL's SFTTrainer on the same model, arguments (as an SFTConfig), data and collator; the examples are already
+    tokenized, labelled and packed by the tokenize stage, so TRL's own dataset preparation is skipped."""
+    from trl import SFTConfig, SFTTrainer
+    from llm_nb.train import build_trainer
+    g = build_trainer(cfg, run, out)
+    cb = timer_callback()
+    args = SFTConfig(**{k: v for k, v in g.args.to_dict().items() if k in SFTConfig.__dataclass_fields__
+                        and not k.startswith("_")}, dataset_kwargs={"skip_prepare_dataset": True})
+    tr = SFTTrainer(model=g.model, args=args, train_dataset=g.train_dataset, eval_dataset=g.eval_dataset,
+                    processing_class=g.processing_class, data_collator=g.data_collator, callbacks=[cb])
     t0, c0 = time.perf_counter(), time.process_time()
     tr.train()
     return step_times(cb.end, t0, keep), step_times(cb.cpu, c0, keep)
@@ -142,11 +159,12 @@ def main():
     out = run.stage_dir("train")
     batches = trainer_batches(cfg, run, out, a.steps)
     keep = [i for i in range(a.warmup, a.steps) if len(batches[i]["input_ids"]) == a.batch_size]  # full batches only
-    runs = {"GuardedTrainer": [], "HF Trainer": [], "plain loop": []}
-    cpu = {"GuardedTrainer": [], "HF Trainer": [], "plain loop": []}
+    runs = {"GuardedTrainer": [], "HF Trainer": [], "TRL SFTTrainer": [], "plain loop": []}
+    cpu = {k: [] for k in runs}
     for r in range(a.repeat):  # interleaved, so load changes on the machine hit every contender
         for name, fn in (("GuardedTrainer", lambda: run_guarded(cfg, run, out, keep)),
                          ("HF Trainer", lambda: run_hf(cfg, run, out, keep)),
+                         ("TRL SFTTrainer", lambda: run_sft(cfg, run, out, keep)),
                          ("plain loop", lambda: run_plain(cfg, run, out, batches, keep))):
             st, ct = fn()
             runs[name].append(st)
@@ -167,12 +185,13 @@ def main():
     g = {m: v["GuardedTrainer"] / v["HF Trainer"] for m, v in metrics.items()}
     print("guard overhead (GuardedTrainer / HF Trainer): " + ", ".join(f"{m} {x:.3f}x" for m, x in g.items()))
     rounds = lambda k, b: [statistics.median(x) / statistics.median(y) for x, y in zip(runs[k], runs[b])]
-    for k, b in (("GuardedTrainer", "plain loop"), ("HF Trainer", "plain loop"), ("GuardedTrainer", "HF Trainer")):
+    for k, b in (("GuardedTrainer", "plain loop"), ("HF Trainer", "plain loop"), ("TRL SFTTrainer", "plain loop"),
+                 ("GuardedTrainer", "HF Trainer")):
         rs = rounds(k, b)
         print(f"per-round wall ratio {k} / {b}: " + ", ".join(f"{x:.3f}" for x in rs)
               + f" (median {statistics.median(rs):.3f})")
     t = Targets("trainer_step", a.smoke)
-    for k in ("GuardedTrainer", "HF Trainer"):
+    for k in ("GuardedTrainer", "HF Trainer", "TRL SFTTrainer"):
         t.check(f"{k} / plain loop, {a.verdict} step", metrics[a.verdict][k] / metrics[a.verdict]["plain loop"], "<=",
                 a.target, "{:.3f}")
     return t.finish()

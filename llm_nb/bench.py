@@ -8,6 +8,7 @@ import asyncio, contextlib, json, math, threading, time
 from pathlib import Path
 import httpx
 import numpy as np
+import yaml
 from .run import json_safe, save_figure, timed_stage
 from .serve import served_files
 from .model import load_tokenizer
@@ -15,12 +16,13 @@ from .model import load_tokenizer
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
            'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES',
-           'K6_TEMPLATE', 'COMPARED', 'PLOTTED', 'MODELS_TIMEOUT', 'run_coro', 'request_body', 'stream_request',
-           'random_prompts', 'text_prompts', 'jsonl_prompts', 'arrival_gaps', 'parse_prometheus', 'scrape_metrics',
-           'with_models', 'run_load', 'summarize', 'errors_by_kind', 'failure_line', 'bench_metrics', 'token_timeline',
-           'plot_bench', 'metrics_summary', 'load_prompts', 'format_summary', 'k6_script', 'benchmark', 'compare_table',
-           'plot_compare', 'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'bench_server',
-           'run_bench', 'timed_ms', 'generation_latency']
+           'K6_TEMPLATE', 'COMPARED', 'ANSWERED', 'PLOTTED', 'MODELS_TIMEOUT', 'ANSWER_TIMEOUT', 'run_coro',
+           'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts', 'arrival_gaps',
+           'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load', 'summarize', 'errors_by_kind',
+           'failure_line', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts',
+           'format_summary', 'k6_script', 'benchmark', 'compare_table', 'plot_compare', 'served_models',
+           'heldout_texts', 'BenchFailed', 'check_error_rate', 'chat_task_records', 'ask_chat', 'answer_scores',
+           'bench_server', 'run_bench', 'timed_ms', 'generation_latency']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -623,12 +625,20 @@ def _value(m:dict, key:str, stat:str|None) -> float|None:
     "`m[key]`, or `m[key][stat]` for a latency; None when the summary has no such number."
     return m.get(key) if stat is None else (m.get(key) or {}).get(stat)
 
+ANSWERED = (("exact match", "exact_match"), ("answers stopped", "stopped"))  # rows per chat task (`answer_scores`)
+
+def _answer_rows(results:dict[str, dict]) -> list[tuple]:
+    "(row, value of a summary) for each chat task any summary answered: its exact match and share stopped."
+    tasks = dict.fromkeys(t for m in results.values() for t in m.get("answers") or {})
+    return [(f"{t}: {row}", lambda m, t=t, k=k: ((m.get("answers") or {}).get(t) or {}).get(k))
+            for t in tasks for row, k in ANSWERED]
+
 def compare_table(results:dict[str, dict]) -> str:
     "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric."
     cell = lambda v: "n/a" if v is None else f"{v:.2f}"
+    rows = [(row, lambda m, k=key, s=stat: _value(m, k, s)) for row, key, stat in COMPARED] + _answer_rows(results)
     lines = ["| | " + " | ".join(results) + " |", "|---|" + "--:|" * len(results)]
-    lines += [f"| {row} | " + " | ".join(cell(_value(m, key, stat)) for m in results.values()) + " |"
-              for row, key, stat in COMPARED]
+    lines += [f"| {row} | " + " | ".join(cell(value(m)) for m in results.values()) + " |" for row, value in rows]
     return "\n".join(lines)
 
 # %% ../nbs/42_bench.ipynb #669b47cc
@@ -684,6 +694,53 @@ def check_error_rate(m:dict, # a benchmark summary
     if n and m["failed"] / n > max_error_rate:
         raise BenchFailed(f"{m['failure']} (above bench.max_error_rate={max_error_rate:g})")
 
+# %% ../nbs/42_bench.ipynb #bq000002
+ANSWER_TIMEOUT = 120  # seconds for one answer
+
+def chat_task_records(run, # a run through the evaluate stage
+                      ec # `Config.evaluate`
+                     ) -> dict[str, tuple[list[dict], int]]:
+    "{chat task: (its records, the tokens an answer may take)} from `evaluate/tasks`; {} without chat tasks."
+    tasks = run.input("evaluate/tasks", missing_ok=True)
+    out = {}
+    for lt in ec.local_tasks:
+        if not (lt.chat and (data := tasks/f"{lt.name}.jsonl").exists()): continue
+        recs = [json.loads(l) for l in data.read_text(encoding="utf-8").splitlines() if l.strip()]
+        gen = yaml.safe_load((tasks/f"{lt.name}.yaml").read_text(encoding="utf-8"))["generation_kwargs"]
+        out[lt.name] = recs, gen["max_gen_toks"]
+    return out
+
+def ask_chat(base_url:str, # the server, e.g. http://127.0.0.1:8080
+             records:list[dict], # `user` (the question) and `answer` (the expected one)
+             max_tokens:int, # tokens an answer may take
+             model:str="model", # the served model's name
+             headers:dict|None=None # e.g. the API key
+            ) -> list[dict]:
+    "Each question as one user turn to `/v1/chat/completions`, greedy: {question, expected, answer, finish_reason, error}."
+    out = []
+    with httpx.Client(base_url=base_url.rstrip("/"), headers=headers or {}, timeout=ANSWER_TIMEOUT) as client:
+        for r in records:
+            body = dict(model=model, messages=[{"role": "user", "content": r["user"]}], max_tokens=max_tokens,
+                        temperature=0)
+            got = dict(question=r["user"], expected=r["answer"], answer="", finish_reason=None, error=None)
+            try:
+                resp = client.post("/v1/chat/completions", json=body)
+                resp.raise_for_status()
+                choice = resp.json()["choices"][0]
+                got |= dict(answer=choice["message"]["content"] or "", finish_reason=choice["finish_reason"])
+            except httpx.HTTPError as e: got["error"] = f"{type(e).__name__}: {e}"  # counted, not raised
+            out.append(got)
+    return out
+
+def answer_scores(asked:list[dict] # from `ask_chat`
+                 ) -> dict:
+    "Questions, exact match (case and surrounding whitespace ignored), the share of answers that stopped, failures."
+    same = lambda a, b: a.strip().lower() == b.strip().lower()
+    n = len(asked)
+    return dict(questions=n, exact_match=round(sum(same(a["answer"], a["expected"]) for a in asked) / max(n, 1), 4),
+                stopped=round(sum(a["finish_reason"] == "stop" for a in asked) / max(n, 1), 4),
+                failed=sum(a["error"] is not None for a in asked))
+
 # %% ../nbs/42_bench.ipynb #5576c792
 def bench_server(cfg, # the run's config (its `bench` section)
                  run, # the run: its exported tokenizer and held-out split
@@ -697,6 +754,15 @@ def bench_server(cfg, # the run's config (its `bench` section)
     m = benchmark(server.base_url, cfg.bench, tok, out, server.headers, server.model_name, texts)
     print(format_summary(m) if table else m.get("failure") or
           f"bench: {server.engine}: {m['completed']} requests completed in {m['duration_s']:.2f} s, none failed")
+    asked = {name: ask_chat(server.base_url, recs, max_tokens, server.model_name, server.headers)
+             for name, (recs, max_tokens) in chat_task_records(run, cfg.evaluate).items()}
+    (out/"answers.json").unlink(missing_ok=True)  # an earlier benchmark's, in the same folder
+    if asked:
+        (out/"answers.json").write_text(json.dumps(asked, indent=1, ensure_ascii=False), encoding="utf-8")
+        m["answers"] = {name: answer_scores(a) for name, a in asked.items()}
+        for name, s in m["answers"].items():
+            print(f"bench: {server.engine}: {name}: exact match {s['exact_match']:.3f}, {s['stopped']:.0%} of "
+                  f"{s['questions']} answers stopped (finish_reason stop)" + (f", {s['failed']} failed" * bool(s["failed"])))
     return m
 
 @timed_stage("bench")
@@ -708,7 +774,7 @@ def run_bench(cfg, # the run's config (its `bench` section)
     out = run.stage_dir("bench")
     m = bench_server(cfg, run, server, out)
     run.record("bench", inputs=[run.input("tokenize/eval"), *[p for p in served_files(cfg, run) if p.exists()]],
-               outputs=[out/"results.json", out/"bench.png"],
+               outputs=[out/"results.json", out/"bench.png", *[p for p in [out/"answers.json"] if p.exists()]],
                counts={k: v for k, v in m.items() if k != "server_metrics"})
     check_error_rate(m, cfg.bench.max_error_rate)
     return m

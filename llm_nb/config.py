@@ -223,6 +223,9 @@ class LoraCfg(Section):
     alpha: int|None = None  # None: the preset's
     dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str]|None = None  # None: the preset's; ["all-linear"]: every linear layer but the head
+    # whole modules trained beside the adapter and saved with it (peft's modules_to_save), e.g. [embed_tokens, lm_head]
+    # when tokens were added or the base is random; vLLM cannot serve such an adapter as LoRA: serve the merge
+    modules_to_save: list[str] = []
 
 # %% ../nbs/00_config.ipynb #9c025414
 class TokenizeCfg(Section):
@@ -245,7 +248,7 @@ class TokenizeCfg(Section):
 class TrainCfg(Section):
     "HF Trainer budget, optimizer, precision, checkpoints, resume and what to do about a NaN loss."
     max_steps: int = Field(60, gt=0)
-    # a usual LoRA rate for real models; the demo's tiny random model uses 1e-2
+    # a usual LoRA rate for real models; the demo's tiny random model uses 3e-3
     learning_rate: float = Field(2e-4, gt=0)
     batch_size: int = Field(8, gt=0)  # per device
     grad_accum: int = Field(1, gt=0)

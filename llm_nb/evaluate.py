@@ -155,10 +155,10 @@ def chat_questions(records:list[dict], # checked `generate` records
                    tok, # the tokenizer the run trains with
                    template:str # its chat template (`llm_nb.chat.chat_template`)
                   ) -> list[dict]:
-    "`records` with each question rendered as a user turn and the prompt for the assistant's answer."
+    "`records` with each question rendered as a user turn and the prompt for the answer; `user`: the question as asked."
     prompts = tok.apply_chat_template([[{"role": "user", "content": r["question"]}] for r in records],
                                       chat_template=template, tokenize=False, add_generation_prompt=True)
-    return [dict(r, question=p) for r, p in zip(records, prompts)]
+    return [dict(r, question=p, user=r["question"]) for r, p in zip(records, prompts)]
 
 def chat_until(tok, # the tokenizer
                template:str # the chat template

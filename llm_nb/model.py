@@ -198,7 +198,7 @@ def lora_settings(lcfg, # `Config.lora`
     name = lcfg.preset if lcfg.preset != "auto" else model_type if model_type in LORA_PRESETS else "default"
     if name not in LORA_PRESETS:
         raise ConfigError(f"lora.preset={lcfg.preset!r} is not a preset: choose auto or one of {list(LORA_PRESETS)}")
-    out = dict(LORA_PRESETS[name], preset=name, dropout=lcfg.dropout)
+    out = dict(LORA_PRESETS[name], preset=name, dropout=lcfg.dropout, modules_to_save=list(lcfg.modules_to_save))
     out.update({k: v for k in ("r", "alpha", "target_modules") if (v := getattr(lcfg, k)) is not None})
     return out
 
@@ -222,8 +222,12 @@ def add_lora(model, # a causal LM
     if getattr(model, "is_loaded_in_8bit", False) or getattr(model, "is_loaded_in_4bit", False):
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
     tm = "all-linear" if s["target_modules"] == ["all-linear"] else s["target_modules"]
+    names = [n for n, _ in model.named_modules()]
+    if gone := [w for w in s["modules_to_save"] if not any(n == w or n.endswith("." + w) for n in names)]:
+        raise ConfigError(f"lora.modules_to_save={s['modules_to_save']}: the model has no module named {gone} "
+                          "(peft would train none of them, silently)")
     lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
-                    task_type="CAUSAL_LM")
+                    modules_to_save=s["modules_to_save"] or None, task_type="CAUSAL_LM")
     try:
         with peft_quietly(): return get_peft_model(model, lc)
     except ValueError as e:  # peft: "Target modules {...} not found in the base model"
@@ -245,7 +249,8 @@ def lora_line(s:dict, # from `lora_settings`
               n:dict # from `lora_counts`
              ) -> str:
     "One line: the resolved LoRA preset and the trainable share of the parameters."
-    return (f"lora: preset {s['preset']} (r {s['r']}, alpha {s['alpha']}, {','.join(s['target_modules'])}): "
+    whole = f"; whole {','.join(s['modules_to_save'])}" if s.get("modules_to_save") else ""
+    return (f"lora: preset {s['preset']} (r {s['r']}, alpha {s['alpha']}, {','.join(s['target_modules'])}{whole}): "
             f"{n['trainable']:,} trainable of {n['total']:,} ({n['trainable'] / n['total']:.1%})")
 
 # %% ../nbs/20_model.ipynb #9745cc9f

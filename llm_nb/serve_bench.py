@@ -16,7 +16,8 @@ from .monitor import watch_server, watchdog_running
 __all__ = ['SERVE_BENCH', 'COMPARED_KEYS', 'run_serve_bench', 'compare_engines']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
-SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", "train/adapter", "train/series.jsonl"),
+SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", "train/adapter", "train/series.jsonl",
+                                          "evaluate/tasks"),  # the chat tasks, asked of each server
                     writes=("serve", "bench", "monitor"), entry="serve",  # the manifest: serve, bench, compare
                     when={"monitor": lambda cfg: cfg.monitor.prometheus or cfg.monitor.watchdog})
 
@@ -66,6 +67,6 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
     plot_compare(results, out/"compare.png", "same prompts, same model, each engine")
     counts = {label: {k: m[k] for k in COMPARED_KEYS} | dict(ttft_ms=m["ttft_ms"]["median"],
               tpot_ms=m["tpot_ms"]["median"], itl_ms=m["itl_ms"]["median"], e2el_ms=m["e2el_ms"]["median"])
-              for label, m in results.items()}
+              | ({"answers": m["answers"]} if "answers" in m else {}) for label, m in results.items()}
     run.record("compare", outputs=[out/"compare.md", out/"compare.png"], counts=counts, result=dict(skipped=skipped))
     return results

@@ -13,9 +13,9 @@ from .run import Run
 from .env import peft_quietly
 
 # %% auto #0
-__all__ = ['FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have', 'send_json',
-           'send_event', 'StandIn', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
-           'fake_pynvml', 'wandb_log']
+__all__ = ['TEXT_ONLY', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have',
+           'send_json', 'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI',
+           'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 def run_until(stage:str, # the stage under test: every stage before it is run
@@ -32,6 +32,10 @@ def run_until(stage:str, # the stage under test: every stage before it is run
     run = Run.create(load_config(base, **{**overrides, "run.root": root}))
     for s in names[:names.index(stage)]: STAGES[s](run.cfg, run)
     return run
+
+# %% ../nbs/04_testing.ipynb #te-text-only2
+TEXT_ONLY = {"synth.n_instructions": 0, "synth.n_heldout_instructions": 0, "evaluate.local_tasks": [],
+             "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources if s.name != "instructions"]}
 
 # %% ../nbs/04_testing.ipynb #te000002
 class MissingComponent(RuntimeError):
@@ -109,6 +113,17 @@ class StandIn:
     def __exit__(self, *exc): self.stop()
 
 # %% ../nbs/04_testing.ipynb #3ecad5b0
+def whole_answer(tokens:list[str], # the answer's tokens (as text)
+                 body:dict, # the request
+                 chat:bool # `/v1/chat/completions` (else `/v1/completions`)
+                ) -> dict:
+    "A non-streamed answer: the tokens that fit in `max_tokens`, and why it ended."
+    limit = int(body.get("max_tokens") or 16)
+    text, finish = "".join(tokens[:limit]), "length" if len(tokens) >= limit else "stop"
+    c = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+    return {"choices": [dict(c, finish_reason=finish)],
+            "usage": {"completion_tokens": min(len(tokens), limit)}}
+
 FAILURE_MODES = ("fail", "drop", "cut", "slow")  # path prefixes that make FakeOpenAI misbehave
 SLOW_EXTRA = 1.0  # seconds `/slow` adds to every chunk
 DROP_AFTER = 2  # chunks `/drop` sends before closing the connection
@@ -134,6 +149,7 @@ class FakeOpenAI(StandIn):
         mode = h.path.strip("/").split("/")[0]
         if mode == "fail": return send_json(h, {"error": "overloaded"}, 503)
         tokens = self.tokens if self.tokens is not None else [" tok"] * int(body.get("max_tokens") or 16)
+        if not body.get("stream"): return send_json(h, whole_answer(tokens, body, "/chat/" in h.path))
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Transfer-Encoding", "chunked")

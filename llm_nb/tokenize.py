@@ -321,7 +321,9 @@ def run_tokenize(cfg, run) -> dict:
     tok = set_padding_side(load_tokenizer(base_model_path(run), cfg.model.trust_remote_code), tc)
     template = conversation_template(src, tok, tc)
     ids = Dataset.from_parquet(str(src), columns=["text"]).map(
-        tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc, remove_columns=["text"],
+        # datasets 5 starts a pool for num_proc=1 too (pickling the tokenizer, and this function from a notebook)
+        tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc if tc.num_proc > 1 else None,
+        remove_columns=["text"],
         fn_kwargs=dict(tok=tok, template=template, tc=tc), desc="tokenize")
     talk = chat_counts(ids) if template else None
     ids = ids.filter(lambda f: [x in ("text", "kept", "truncated") for x in f], input_columns="fate", batched=True)

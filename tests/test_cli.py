@@ -37,8 +37,10 @@ def test_stages_run_alone_on_own_files(tmp_path):
     assert r.returncode == 0, r.stderr
     run = tmp_path/"d"
     t = json.loads((run/"synth"/"truth.json").read_text())
-    kept, bad, pages = t["valid"] + t["document_records"], t["bad_json"] + t["bad_utf8"], t["document_pages"]
-    assert (kept, bad, pages) == (684, 5, 3)  # the demo's 680 good lines, the handbook's 3 pages and table; 5 broken lines
+    kept = t["valid"] + t["document_records"] + t["instructions"]
+    bad, pages = t["bad_json"] + t["bad_utf8"], t["document_pages"]
+    # the demo's 680 good lines, the handbook's 3 pages and table, 300 conversations; 5 broken lines
+    assert (kept, bad, pages) == (984, 5, 3)
     assert (f"records read {kept + bad} = kept {kept} + quarantined {bad}, document pages {pages} = text {pages} + ocr 0"
             f" + blank 0 + dead 0 -> OK ({t['blank']} blank lines") in r.stdout
     rep = json.loads((run/"report.json").read_text())

@@ -6,7 +6,7 @@ import pytest, torch
 from llm_nb.config import load_config, to_yaml
 from llm_nb.model import base_model_path
 from llm_nb.run import Run
-from llm_nb.testing import run_until
+from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
 
 LLM_NB = shutil.which("llm_nb")
@@ -14,8 +14,9 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1")  # DeepSpeed's ops build in TORCH_EX
 
 @pytest.fixture(scope="module")
 def prepared():
-    "A demo run with every stage before train done (a small eval split, so the checks are fast)."
-    return run_until("train", **{"train.logging_steps": 1})
+    """A demo run with every stage before train done (a small eval split, so the checks are fast), on raw text only:
+    `eval_losses` scores full blocks with every token a label (tests/test_chat.py trains on conversations)."""
+    return run_until("train", **{"train.logging_steps": 1, **TEXT_ONLY})
 
 def job_config(run, tmp_path:Path, name:str, **overrides) -> Path:
     "A copy of the prepared run folder under a new name, and its config file with `overrides`."
