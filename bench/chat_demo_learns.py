@@ -35,9 +35,10 @@ def answers(model, tok, questions:list[str], stops:list[int], max_new:int=32) ->
     return out
 
 def scores(got:list[str], want:list[str]) -> dict:
-    "Exact match (case and surrounding whitespace ignored) and the share of empty answers."
-    same = sum(g.strip().lower() == w.strip().lower() for g, w in zip(got, want))
-    return dict(exact_match=same / len(want), empty=sum(not g.strip() for g in got) / len(want))
+    "Exact match, as serve_bench scores served answers (`llm_nb.bench.answer_scores`), and the share of empty answers."
+    from llm_nb.bench import answer_scores
+    asked = [dict(answer=g, expected=w, finish_reason=None, error=None) for g, w in zip(got, want)]
+    return dict(exact_match=answer_scores(asked)["exact_match"], empty=sum(not g.strip() for g in got) / len(want))
 
 def main():
     ap = argparse.ArgumentParser()
