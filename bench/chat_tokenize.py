@@ -8,16 +8,23 @@ tokens, its own template), trained with `llm_nb.model.train_tokenizer` on the re
 
 (a) throughput, tokens/s: `tokenize_chats` (render with the chat template, tokenize, the loss mask, as the stage
     maps it over batches) vs the fast backend's `encode_batch` on the same conversations already rendered to text
-    (rendering not timed), in chunks of the same batch size. Target: llm_nb >= 0.5x raw (rendering the Jinja
-    template per conversation is the usual cost; transformers renders, then encodes the batch).
+    (rendering not timed), in chunks of the same batch size, both keeping the ids of every conversation. Target:
+    llm_nb >= 0.5x raw (rendering the Jinja template per conversation is the usual cost; `render_chats` renders a
+    batch in one Jinja call). Both must give the same ids for every conversation not cut for length.
 (b) packed (`pack_chats`: whole conversations, best fit decreasing) vs one conversation per row padded to the
     longest in its batch (`collate_samples` both): the non-pad share of the training batches' token slots, and the
     time of one forward + backward pass over all of them on a random tiny Llama (fp32, SDPA; a batch of
-    --train-batch rows). Targets: packed non-pad share >= 0.9; packed seconds <= padded seconds.
+    --train-batch rows). Targets: packed non-pad share >= 0.9; packed seconds <= padded seconds. A third side,
+    grouped (one conversation per row, batches of like length), is timed beside them and not judged: under SDPA
+    a packed row attends over its whole length (a block-diagonal mask still computes every pair), so long packed
+    rows pay attention's quadratic cost that short padded rows do not; length grouping saves the padding without it.
+    max_length is 1024 by default, TRL's SFTConfig default. Packing can only fill rows as far as the lengths allow:
+    at 256 most of these conversations are over 128 tokens (the median is about 150), two never share a row, and
+    the packed share stays near the padded one; the bench prints the fewest rows any packing could use.
 
 `--smoke` runs it all once on 300 conversations (tools/bench_smoke.sh) and judges nothing.
 
-    python bench/chat_tokenize.py [--records N] [--max-length 256] [--repeat 3] [--data-dir DIR] [--smoke]
+    python bench/chat_tokenize.py [--records N] [--max-length 1024] [--repeat 3] [--data-dir DIR] [--smoke]
 
 Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
@@ -56,10 +63,9 @@ def ours(chats, tok, template, tc, batch:int) -> tuple[list, list]:
         labels += y
     return ids, labels
 
-def raw(texts, backend, batch:int) -> int:
-    "The backend alone on rendered texts, no special tokens added (the template writes them); the token count."
-    return sum(len(e.ids) for i in range(0, len(texts), batch)
-               for e in backend.encode_batch(texts[i:i + batch], add_special_tokens=False))
+def raw(texts, backend, batch:int) -> list:
+    "The backend alone on rendered texts, no special tokens added (the template writes them): the ids of each, kept as ours are."
+    return [e.ids for i in range(0, len(texts), batch) for e in backend.encode_batch(texts[i:i + batch], add_special_tokens=False)]
 
 def batches(rows:list, size:int, pad_id:int) -> list[dict]:
     "`rows` (examples with seq_lengths) collated `size` at a time, as the train stage does."
@@ -84,10 +90,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--records", type=int, default=20_000, help="conversations")
-    ap.add_argument("--max-length", type=int, default=256, help="tokenize.max_length")
+    ap.add_argument("--max-length", type=int, default=1024, help="tokenize.max_length (TRL's default)")
     ap.add_argument("--map-batch", type=int, default=1000, help="conversations per batch (tokenize.batch_size)")
     ap.add_argument("--train-batch", type=int, default=8, help="rows per training batch")
-    ap.add_argument("--step-records", type=int, default=2000, help="conversations in the training-step timing")
+    ap.add_argument("--step-records", type=int, default=1000, help="conversations in the training-step timing")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per side, alternating; the best is reported")
     add_smoke_arg(ap, "--records 300 --map-batch 100 --step-records 64 --repeat 1")
     a = ap.parse_args()
@@ -111,13 +117,15 @@ def main():
     ours(warm, tok, template, tc, a.map_batch), raw(texts[:100], tok.backend_tokenizer, a.map_batch)
     t = dict(raw=[], llm_nb=[])
     for _ in range(a.repeat):
-        s, n_tok = timed(raw, texts, tok.backend_tokenizer, a.map_batch)
+        s, raw_ids = timed(raw, texts, tok.backend_tokenizer, a.map_batch)
         t["raw"].append(s)
         s, (ids, labels) = timed(ours, chats, tok, template, tc, a.map_batch)
         t["llm_nb"].append(s)
+    n_tok = sum(map(len, raw_ids))
     rate = {k: n_tok / min(v) for k, v in t.items()}
     ratio = rate["llm_nb"] / rate["raw"]
     trained = sum(l != -100 for y in labels for l in y) / sum(map(len, labels))
+    differ = sum(x != y for x, y in zip(ids, raw_ids) if len(y) <= a.max_length)  # not cut: the same tokens
     print(f"\n(a) tokens/s (best of {a.repeat}): raw encode_batch {rate['raw']:,.0f}; llm_nb render + tokenize + mask "
           f"{rate['llm_nb']:,.0f} ({ratio:.2f}x raw); {trained:.1%} of the tokens trained")
 
@@ -125,22 +133,29 @@ def main():
     one = [{"input_ids": x, "labels": y, "seq_lengths": [len(x)]} for x, y in zip(ids[:n], labels[:n])]
     packed = pack_chats(Dataset.from_dict({"input_ids": ids[:n], "labels": labels[:n]}), tc, "bench").to_list()
     pad = tok.pad_token_id
-    sides = dict(packed=batches(packed, a.train_batch, pad), padded=batches(one, a.train_batch, pad))
+    by_length = sorted(one, key=lambda r: len(r["input_ids"]))  # length-grouped: a batch of rows of like length
+    sides = dict(packed=batches(packed, a.train_batch, pad), padded=batches(one, a.train_batch, pad),
+                 grouped=batches(by_length, a.train_batch, pad))
     share = {k: nonpad(v, pad) for k, v in sides.items()}
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=256, intermediate_size=512, num_hidden_layers=2,
                                          num_attention_heads=4, num_key_value_heads=4,
                                          max_position_embeddings=a.max_length, attn_implementation="sdpa"))
     step_time(model, sides["packed"][:2])  # warm-up
-    secs = dict(packed=[], padded=[])
+    secs = {k: [] for k in sides}
     for _ in range(a.repeat):
         for k in secs: secs[k].append(step_time(model, sides[k]))
     best = {k: min(v) for k, v in secs.items()}
-    print(f"\n(b) {n:,} conversations, batches of {a.train_batch} rows, max_length {a.max_length}")
+    lengths = [len(x) for x in ids[:n] if x]
+    fewest = max(-(-sum(lengths) // a.max_length), sum(k > a.max_length // 2 for k in lengths))
+    print(f"\n(b) {n:,} conversations, batches of {a.train_batch} rows, max_length {a.max_length}; "
+          f"median {sorted(lengths)[len(lengths) // 2]} tokens; packed rows {len(packed)} (no packing fits them in "
+          f"fewer than {fewest})")
     for k in sides:
         print(f"{k:8} {len(sides[k]):5} batches  non-pad share {share[k]:6.1%}  forward+backward {best[k]:7.2f}s (best of {a.repeat})")
     print()
     tg = Targets("chat_tokenize", a.smoke)
+    tg.check("conversations whose ids differ from raw's", differ, "==", 0, "{}")
     tg.check("llm_nb / raw throughput", ratio, ">=", TARGET_RATIO, "{:.3f}")
     tg.check("packed non-pad share", share["packed"], ">=", TARGET_NONPAD, "{:.4f}")
     tg.check("packed / padded seconds", best["packed"] / best["padded"], "<=", 1.0, "{:.3f}")

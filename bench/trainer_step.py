@@ -1,6 +1,6 @@
-"""Benchmark: the train stage's step time (llm_nb's `GuardedTrainer`, the plain HF `Trainer`, TRL's `SFTTrainer`) vs
-a plain PyTorch loop, in one process, on the same LoRA-wrapped tiny Llama, the same batches, the same optimizer and
-scheduler.
+"""Benchmark: the train stage's step time (llm_nb's `GuardedTrainer`, built on TRL's `SFTTrainer`; `SFTTrainer` itself;
+the plain HF `Trainer`) vs a plain PyTorch loop, in one process, on the same LoRA-wrapped tiny Llama, the same
+batches, the same optimizer and scheduler.
 
 Every contender starts from the same state: a fresh `llm_nb.train.build_trainer(cfg, run, out)` (it seeds, loads the base
 model and wraps it with LoRA). The HF `Trainer` gets that trainer's model, arguments, data and collator; the plain loop
@@ -79,11 +79,16 @@ def run_sft(cfg, run, out, keep):
     tokenized, labelled and packed by the tokenize stage, so TRL's own dataset preparation is skipped."""
     from trl import SFTConfig, SFTTrainer
     from llm_nb.train import build_trainer
+    from transformers import set_seed
+    from llm_nb.model import add_lora, base_model_path, load_model
     g = build_trainer(cfg, run, out)
     cb = timer_callback()
-    args = SFTConfig(**{k: v for k, v in g.args.to_dict().items() if k in SFTConfig.__dataclass_fields__
-                        and not k.startswith("_")}, dataset_kwargs={"skip_prepare_dataset": True})
-    tr = SFTTrainer(model=g.model, args=args, train_dataset=g.train_dataset, eval_dataset=g.eval_dataset,
+    assert isinstance(g.args, SFTConfig) and g.args.dataset_kwargs == {"skip_prepare_dataset": True}  # the stage's
+    # a model of its own, built as build_trainer builds one: SFTTrainer patches the model it is given (a fused LM
+    # head), and GuardedTrainer, an SFTTrainer, has patched g's already
+    set_seed(cfg.run.seed)
+    model = add_lora(load_model(base_model_path(run), cfg.model), cfg.lora)
+    tr = SFTTrainer(model=model, args=g.args, train_dataset=g.train_dataset, eval_dataset=g.eval_dataset,
                     processing_class=g.processing_class, data_collator=g.data_collator, callbacks=[cb])
     t0, c0 = time.perf_counter(), time.process_time()
     tr.train()
@@ -182,11 +187,11 @@ def main():
     for k in runs:
         ratio = {m: v[k] / v["plain loop"] for m, v in metrics.items()}
         print(f"{k:16}" + "".join(f"{1000 * v[k]:18.1f}{ratio[m]:9.3f}x" for m, v in metrics.items()))
-    g = {m: v["GuardedTrainer"] / v["HF Trainer"] for m, v in metrics.items()}
-    print("guard overhead (GuardedTrainer / HF Trainer): " + ", ".join(f"{m} {x:.3f}x" for m, x in g.items()))
+    g = {m: v["GuardedTrainer"] / v["TRL SFTTrainer"] for m, v in metrics.items()}  # its base class
+    print("guard overhead (GuardedTrainer / TRL SFTTrainer): " + ", ".join(f"{m} {x:.3f}x" for m, x in g.items()))
     rounds = lambda k, b: [statistics.median(x) / statistics.median(y) for x, y in zip(runs[k], runs[b])]
     for k, b in (("GuardedTrainer", "plain loop"), ("HF Trainer", "plain loop"), ("TRL SFTTrainer", "plain loop"),
-                 ("GuardedTrainer", "HF Trainer")):
+                 ("GuardedTrainer", "TRL SFTTrainer")):
         rs = rounds(k, b)
         print(f"per-round wall ratio {k} / {b}: " + ", ".join(f"{x:.3f}" for x in rs)
               + f" (median {statistics.median(rs):.3f})")

@@ -4,12 +4,12 @@
 
 # %% ../nbs/08_chat.ipynb #ch000005
 from __future__ import annotations
-import html, re
+import functools, html, re
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['CHATML', 'TEMPLATES', 'PROBE', 'has_markers', 'trained', 'render_chats', 'Trained', 'show_trained', 'same_as_named',
-           'end_of_turn', 'chat_template', 'stop_ids', 'fit_turns']
+__all__ = ['CHATML', 'TEMPLATES', 'PROBE', 'has_markers', 'trained_labels', 'render_chats', 'Trained', 'show_trained',
+           'same_as_named', 'end_of_turn', 'chat_template', 'stop_ids', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -42,39 +42,109 @@ TEMPLATES = {
 }
 
 # %% ../nbs/08_chat.ipynb #ch000011
-_MARKER = re.compile(r"\{%-?\s*(end)?generation\s*-?%\}")
+_MARKER = re.compile(r"\{%(-?)\s*(end)?generation\s*(-?)%\}")  # groups: whitespace control, end, whitespace control
 
 def has_markers(template:str) -> bool:
     "Whether `template` marks the assistant's answers with `{% generation %}`."
     return bool(_MARKER.search(template))
 
 # %% ../nbs/08_chat.ipynb #ch000014
-def _last_run(mask:list) -> list:
-    "`mask` with only its last run of ones kept."
-    end = len(mask) - mask[::-1].index(1) if 1 in mask else 0
-    start = end
-    while start > 0 and mask[start - 1]: start -= 1
-    return [int(start <= i < end) for i in range(len(mask))]
-
-def trained(mask:list, # 1 on the tokens of the answers (`assistant_masks`)
-            train_on:str # "assistant", "last_assistant" or "all"
-           ) -> list:
-    "1 on the tokens the loss is taken on."
-    if train_on == "all": return [1] * len(mask)
-    return _last_run(mask) if train_on == "last_assistant" else list(mask)
+def trained_labels(ids:list, # a conversation's token ids
+                   answers:list, # the [start, end) token range of each answer, in order
+                   train_on:str # "assistant", "last_assistant" or "all"
+                  ) -> list:
+    "The labels of `ids`: the token's id where the loss is taken, -100 where it is not."
+    if train_on == "all": return list(ids)
+    labels = [-100] * len(ids)
+    for a, b in (answers[-1:] if train_on == "last_assistant" else answers): labels[a:b] = ids[a:b]
+    return labels
 
 # %% ../nbs/08_chat.ipynb #ch000017
+PROBE = [dict(role="system", content="S"), dict(role="user", content="U1"), dict(role="assistant", content="A1"),
+         dict(role="user", content="U2"), dict(role="assistant", content="A2")]  # a conversation to compare templates on
+_OPEN, _CLOSE, _NEXT = "\ue000", "\ue001", "\ue002"  # private-use characters: an answer starts, ends; a conversation starts
+_PRIVATE = re.compile("[\ue000-\ue002]")
+
+@functools.lru_cache(maxsize=16)
+def _one_call(template:str) -> str:
+    "`template` looped over `llm_nb_chats`, each conversation after `_NEXT`, the markers printing `_OPEN` and `_CLOSE`."
+    def mark(m): # a block tag still (an `if`), so trim_blocks, lstrip_blocks and `-` act as on the marker
+        return "{%" + m[1] + " if true %}{{ '" + (_CLOSE if m[2] else _OPEN) + "' }}{% endif " + m[3] + "%}"
+    return "{% for messages in llm_nb_chats %}{{ '" + _NEXT + "' }}" + _MARKER.sub(mark, template) + "{% endfor %}"
+
+def _split_answers(text:str) -> tuple[str, list]:
+    "`text` without the answer marks, and the [start, end) characters of each answer."
+    parts, spans = text.split(_OPEN), []
+    out, at = [parts[0]], len(parts[0])
+    for p in parts[1:]:
+        answer, rest = p.split(_CLOSE, 1)
+        spans.append((at, at + len(answer)))
+        out += [answer, rest]
+        at += len(answer) + len(rest)
+    return "".join(out), spans
+
+def _render_batch(template:str, chats:list, special:dict) -> list[tuple[str, list]]:
+    "(text, answer character spans) of each conversation, from one Jinja call."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    (text,), _ = render_jinja_template(conversations=[[]], chat_template=_one_call(template), llm_nb_chats=chats, **special)
+    return [_split_answers(t) for t in text.split(_NEXT)[1:]]
+
+@functools.lru_cache(maxsize=16)
+def _renders_alike(template:str, special:tuple) -> bool:
+    "Whether one batched call renders the probes (those the template accepts) as transformers does, answers included."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    want, probes = [], []
+    for p in (PROBE, PROBE[1:], PROBE[1:3]):
+        try: (text,), (spans,) = render_jinja_template(conversations=[p], chat_template=template,
+                                                      return_assistant_tokens_mask=True, **dict(special))
+        except Exception: continue  # a template may refuse a probe (e.g. a system turn)
+        want.append((text, [tuple(s) for s in spans]))
+        probes.append(p)
+    try: return bool(probes) and _render_batch(template, probes, dict(special)) == want
+    except Exception: return False
+
+# %% ../nbs/08_chat.ipynb #ch000040
+def _token_range(enc, # a `tokenizers.Encoding`
+                 start:int, end:int # characters of its text
+                ) -> tuple[int, int]:
+    "[first, last + 1) of the tokens that overlap characters [start, end): `apply_chat_template`'s rule."
+    if start >= end: return 0, 0
+    a, b = enc.char_to_token(start), enc.char_to_token(end - 1)
+    if a is None or b is None:  # a character no token covers (a normalizer dropped it): look at every token
+        hit = [i for i, (s, e) in enumerate(enc.offsets) if e > start and s < end]
+        return (hit[0], hit[-1] + 1) if hit else (0, 0)
+    return a, b + 1
+
+def _mask_runs(mask:list) -> list:
+    "The [start, end) of each run of ones in `mask`."
+    edges = [i for i in range(len(mask) + 1) if (mask[i - 1] if i else 0) != (mask[i] if i < len(mask) else 0)]
+    return list(zip(edges[::2], edges[1::2]))
+
+def _render_each(tok, template:str, chats:list) -> tuple[list, list]:
+    "(ids, answer token ranges) of each conversation, rendered one by one by `apply_chat_template`."
+    out = tok.apply_chat_template(chats, chat_template=template, tokenize=True, return_dict=True,
+                                  return_assistant_tokens_mask=True)
+    return out["input_ids"], [_mask_runs(m) for m in out["assistant_masks"]]
+
 def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its offsets)
                  template:str, # a chat template with generation markers
                  chats:list, # conversations, each `[{role, content}]`
-                 train_on:str="assistant" # which tokens are trained: see `trained`
+                 train_on:str="assistant" # which tokens are trained: see `trained_labels`
                 ) -> dict:
     "{'input_ids', 'labels'} of each conversation rendered by `template`; labels are -100 where no loss is taken."
-    out = tok.apply_chat_template(chats, chat_template=template, tokenize=True, return_dict=True,
-                                  return_assistant_tokens_mask=True)
-    labels = [[i if k else -100 for i, k in zip(ids, trained(m, train_on))]
-              for ids, m in zip(out["input_ids"], out["assistant_masks"])]
-    return {"input_ids": out["input_ids"], "labels": labels}
+    from jinja2 import TemplateError
+    special = tuple(sorted(tok.special_tokens_map.items()))
+    ids = None
+    plain = all(isinstance(m.get("content"), str) and not _PRIVATE.search(m["content"]) for c in chats for m in c)
+    if plain and _renders_alike(template, special):
+        try: rendered = _render_batch(template, chats, dict(special))
+        except (TemplateError, ValueError): pass  # one by one below: the error is the conversation's own
+        else:
+            encs = tok.backend_tokenizer.encode_batch([t for t, _ in rendered], add_special_tokens=False)
+            ids = [e.ids for e in encs]
+            answers = [[_token_range(e, *s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
+    if ids is None: ids, answers = _render_each(tok, template, chats)
+    return {"input_ids": ids, "labels": [trained_labels(x, a, train_on) for x, a in zip(ids, answers)]}
 
 # %% ../nbs/08_chat.ipynb #ch000019
 class Trained(str):
@@ -97,9 +167,6 @@ def show_trained(tok, # the tokenizer that made `ids`
     return Trained("".join(runs))
 
 # %% ../nbs/08_chat.ipynb #ch000024
-PROBE = [dict(role="system", content="S"), dict(role="user", content="U1"), dict(role="assistant", content="A1"),
-         dict(role="user", content="U2"), dict(role="assistant", content="A2")]  # a conversation to compare templates on
-
 def _render(tok, template:str, chat:list) -> str|None:
     "`chat` rendered by `template`; None when the template refuses it (e.g. a system turn)."
     from jinja2 import TemplateError
@@ -152,12 +219,13 @@ def stop_ids(tok, # the tokenizer
 # %% ../nbs/08_chat.ipynb #ch000030
 def fit_turns(tok, # the tokenizer
               template:str, # the chat template
-              chat:list, # a conversation `[{role, content}]`
+              chats:list, # conversations `[{role, content}]`
               max_length:int # the most tokens a sample may have
-             ) -> list|None:
-    "The longest beginning of `chat` that ends with an assistant turn and renders to at most `max_length` tokens, or None."
-    ends = [i + 1 for i, m in enumerate(chat) if m["role"] == "assistant"]
-    ids = tok.apply_chat_template([chat[:e] for e in ends], chat_template=template, tokenize=True,
-                                  return_dict=True)["input_ids"]
-    fits = [e for e, x in zip(ends, ids) if len(x) <= max_length]
-    return chat[:max(fits)] if fits else None
+             ) -> list:
+    "For each of `chats`, its longest beginning that ends with an assistant turn and renders to at most `max_length` tokens, or None."
+    cuts = [(k, chat[:i + 1]) for k, chat in enumerate(chats) for i, m in enumerate(chat) if m["role"] == "assistant"]
+    ids = render_chats(tok, template, [c for _, c in cuts])["input_ids"] if cuts else []
+    best = [None] * len(chats)
+    for (k, cut), x in zip(cuts, ids):  # beginnings in order of length: the last that fits wins
+        if len(x) <= max_length: best[k] = cut
+    return best

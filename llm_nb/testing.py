@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_testing.ipynb #e905f175
 from __future__ import annotations
-import atexit, collections, json, os, shutil, socket, sys, tempfile, threading, time, urllib.parse
+import atexit, collections, json, os, shutil, signal, socket, sys, tempfile, threading, time, urllib.parse
 from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -199,6 +199,9 @@ def serve_fake_openai(argv:list[str]|None=None):
     ap.add_argument("--ttft", type=float, default=0.05)
     ap.add_argument("--itl", type=float, default=0.02)
     a = ap.parse_args(argv)
+    # SIGINT stops it (Server.stop's first signal) even when started from a job that ignores SIGINT (nohup, a
+    # background CI job): Python keeps an ignored SIGINT ignored, and each stop would wait for SIGTERM
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     FakeOpenAI(ttft=a.ttft, itl=a.itl).serve_forever(a.port)
 
 FAKE_OPENAI_CMD = ["-c", "from llm_nb.testing import serve_fake_openai; serve_fake_openai()"]  # after `python`

@@ -76,11 +76,15 @@ def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
     "(input_ids, labels, fate) of each conversation; fate: kept, truncated, too_long or first_answer_too_long (no ids)."
     r = render_chats(tok, template, chats, tc.train_on)
     ids, labels, fate = r["input_ids"], r["labels"], ["kept"] * len(chats)
-    for i in [i for i, x in enumerate(ids) if len(x) > tc.max_length]:
-        cut = fit_turns(tok, template, chats[i], tc.max_length) if tc.too_long == "truncate" else None
-        fate[i] = "truncated" if cut else "first_answer_too_long" if tc.too_long == "truncate" else "too_long"
-        if cut: (ids[i],), (labels[i],) = render_chats(tok, template, [cut], tc.train_on).values()
-        else: ids[i] = labels[i] = []
+    long, truncate = [i for i, x in enumerate(ids) if len(x) > tc.max_length], tc.too_long == "truncate"
+    cut = fit_turns(tok, template, [chats[i] for i in long], tc.max_length) if truncate else [None] * len(long)
+    for i, c in zip(long, cut):
+        fate[i] = "truncated" if c else "first_answer_too_long" if truncate else "too_long"
+        ids[i] = labels[i] = []
+    kept = [(i, c) for i, c in zip(long, cut) if c]
+    if kept:  # the cut conversations rendered again, together
+        r = render_chats(tok, template, [c for _, c in kept], tc.train_on)
+        for (i, _), x, y in zip(kept, r["input_ids"], r["labels"]): ids[i], labels[i] = x, y
     return ids, labels, fate
 
 # %% ../nbs/21_tokenize.ipynb #tc000005
