@@ -23,9 +23,12 @@ of percent, at random; CPU time counts only this process's work); on an idle mac
 `--verdict "wall median"`. The wall minimum (least disturbed step) is shown too. One line per target; exit status 1
 when one is missed. `--smoke` trains the smallest demo run (bench/_data.py SMOKE_RUN: width 64, one layer, 32-token
 blocks, batch 2) 4 steps per contender, once, and judges nothing (tools/bench_smoke.sh).
+The data is an SFT step's by default (`--data sft`: the demo's instructions alone, packed conversations with the loss
+on the answers, as the train stage gets them); `--data demo` trains on all of the demo's sources, mostly text blocks
+with every token trained. TRL's fused LM head projects only the trained positions, so the two differ for it.
 
-    python bench/trainer_step.py [--hidden 256] [--layers 4] [--max-length 256] [--batch-size 8] [--threads 1]
-                                 [--steps 12] [--warmup 3] [--repeat 3] [--verdict "CPU median"] [--smoke]
+    python bench/trainer_step.py [--data sft] [--hidden 256] [--layers 4] [--max-length 256] [--batch-size 8]
+                                 [--threads 1] [--steps 12] [--warmup 3] [--repeat 3] [--verdict "CPU median"] [--smoke]
 """
 import argparse, os, statistics, sys, time, warnings
 from pathlib import Path
@@ -134,14 +137,18 @@ def main():
     ap.add_argument("--steps", type=int, default=12, help="steps per run, warm-up included")
     ap.add_argument("--warmup", type=int, default=3); ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--target", type=float, default=1.10)
+    ap.add_argument("--data", choices=["sft", "demo"], default="sft",
+                    help="sft: the demo's instructions only (conversations, the loss on the answers); demo: all of the "
+                         "demo's sources (mostly text blocks, every token trained)")
     ap.add_argument("--verdict", choices=["CPU median", "wall median", "wall min"], default="CPU median",
                     help="the metric the target applies to (wall median on an otherwise idle machine)")
-    add_smoke_arg(ap, "SMOKE_RUN's model, --max-length 32 --batch-size 2 --steps 4 --warmup 1 --repeat 1")
+    add_smoke_arg(ap, "SMOKE_RUN's model, --max-length 32 (128 for --data sft) --batch-size 2 --steps 4 --warmup 1 --repeat 1")
     a = ap.parse_args()
     if a.smoke:
         a.hidden, a.intermediate, a.layers = (SMOKE_RUN[f"model.tiny.{k}"] for k in ("hidden_size", "intermediate_size",
                                                                                       "num_layers"))
         a.max_length, a.batch_size, a.steps, a.warmup, a.repeat = SMOKE_RUN["tokenize.max_length"], 2, 4, 1, 1
+        if a.data == "sft": a.max_length = 128  # the demo's: a conversation's first answer must fit
     import torch
     warnings.filterwarnings("ignore")
     torch.set_num_threads(a.threads)
@@ -154,10 +161,13 @@ def main():
           "train.max_steps": a.steps, "train.save_steps": 0, "train.eval_steps": 0, "train.resume": "no",
           "model.tiny.max_position_embeddings": max(512, a.max_length)}
     if a.smoke: ov = {**SMOKE_RUN, **ov}
+    if a.data == "sft":
+        from llm_nb.config import demo_config
+        ov["ingest.sources"] = [s.model_dump() for s in demo_config().ingest.sources if s.name == "instructions"]
     t = time.perf_counter()
     run = run_until("train", **ov)
     cfg = run.cfg
-    print(f"prepared the run in {time.perf_counter() - t:.0f}s: hidden {a.hidden}, intermediate "
+    print(f"prepared the run ({a.data} data) in {time.perf_counter() - t:.0f}s: hidden {a.hidden}, intermediate "
           f"{ov['model.tiny.intermediate_size']}, {a.layers} layers, {a.max_length} tokens x batch {a.batch_size}, "
           f"{len(load_from_disk(str(run.dir / 'tokenize' / 'train')))} train blocks, "
           f"torch threads {torch.get_num_threads()}, load average {load()}")
