@@ -6,10 +6,11 @@ it runs cells in-process, without the kernel's event loop, and skips `#| gpu` ce
 With no notebook given, every nbs/*.ipynb except those starting with `_`. Prints one line per notebook and, for a
 failure, the failing cell's first lines and the error; the last line is `kernel: N of M notebooks ran`.
 With --save, each executed notebook (outputs and widget state) is written to DIR, for the docs (tools/docs.py).
+Each kernel gets OMP_NUM_THREADS = cores / workers, unless it is set: side by side, kernels must share the cores.
 Exit status 0 only when all ran.
 """
 from __future__ import annotations
-import argparse, re, sys, time
+import argparse, os, re, sys, time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -58,6 +59,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     nbs = a.notebooks or sorted(str(p) for p in (ROOT/"nbs").glob("*.ipynb") if not p.name.startswith("_"))
     nbs = sorted(nbs, key=lambda p: -Path(p).stat().st_size)  # biggest first: the pool finishes sooner
+    # each kernel gets its share of the cores (unless OMP_NUM_THREADS is set): kernels that train side by side with
+    # every core each oversubscribe the CPU, and OpenMP's spinning threads then slow each step far past the share
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // a.workers)))
     ok = 0
     if a.save: Path(a.save).mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(a.workers) as pool:
