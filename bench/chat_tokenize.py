@@ -11,13 +11,16 @@ tokens, its own template), trained with `llm_nb.model.train_tokenizer` on the re
     (rendering not timed), in chunks of the same batch size, both keeping the ids of every conversation. Target:
     llm_nb >= 0.5x raw (rendering the Jinja template per conversation is the usual cost; `render_chats` renders a
     batch in one Jinja call). Both must give the same ids for every conversation not cut for length.
-(b) packed (`pack_chats`: whole conversations, best fit decreasing) vs one conversation per row padded to the
-    longest in its batch (`collate_samples` both): the non-pad share of the training batches' token slots, and the
-    time of one forward + backward pass over all of them on a random tiny Llama (fp32, SDPA; a batch of
-    --train-batch rows). Targets: packed non-pad share >= 0.9; packed seconds <= padded seconds. A third side,
-    grouped (one conversation per row, batches of like length), is timed beside them and not judged: under SDPA
-    a packed row attends over its whole length (a block-diagonal mask still computes every pair), so long packed
-    rows pay attention's quadratic cost that short padded rows do not; length grouping saves the padding without it.
+(b) three layouts of the same conversations for training, each collated by `collate_samples` as the train stage
+    does: packed (`pack_chats`: whole conversations, best fit decreasing), padded (one per row, in stored order,
+    padded to the longest in its batch) and grouped (one per row, in the order of the Trainer's
+    `LengthGroupedSampler`, which the train stage uses when tokenize grouped them). For each: the non-pad share of
+    the batches' token slots and the time of one forward + backward pass over all of them on a random tiny Llama
+    (fp32, SDPA; a batch of --train-batch rows). The stage's `auto` chooses grouped here (SDPA) and packed under
+    FlashAttention, so the targets judge what it chooses: grouped non-pad share >= 0.9 and grouped seconds <= padded
+    seconds; packed non-pad share >= 0.9 (the layout FlashAttention gets). packed / padded seconds is printed, not
+    judged: under SDPA a packed row attends over its whole length (a block-diagonal mask still computes every
+    pair), so long packed rows pay attention's quadratic cost that short rows do not.
     max_length is 1024 by default, TRL's SFTConfig default. Packing can only fill rows as far as the lengths allow:
     at 256 most of these conversations are over 128 tokens (the median is about 150), two never share a row, and
     the packed share stays near the padded one; the bench prints the fewest rows any packing could use.
@@ -133,7 +136,10 @@ def main():
     one = [{"input_ids": x, "labels": y, "seq_lengths": [len(x)]} for x, y in zip(ids[:n], labels[:n])]
     packed = pack_chats(Dataset.from_dict({"input_ids": ids[:n], "labels": labels[:n]}), tc, "bench").to_list()
     pad = tok.pad_token_id
-    by_length = sorted(one, key=lambda r: len(r["input_ids"]))  # length-grouped: a batch of rows of like length
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+    order = LengthGroupedSampler(a.train_batch, lengths=[len(r["input_ids"]) for r in one],
+                                 generator=torch.Generator().manual_seed(0))
+    by_length = [one[i] for i in order]  # the train stage's order when tokenize grouped the conversations
     sides = dict(packed=batches(packed, a.train_batch, pad), padded=batches(one, a.train_batch, pad),
                  grouped=batches(by_length, a.train_batch, pad))
     share = {k: nonpad(v, pad) for k, v in sides.items()}
@@ -158,7 +164,9 @@ def main():
     tg.check("conversations whose ids differ from raw's", differ, "==", 0, "{}")
     tg.check("llm_nb / raw throughput", ratio, ">=", TARGET_RATIO, "{:.3f}")
     tg.check("packed non-pad share", share["packed"], ">=", TARGET_NONPAD, "{:.4f}")
-    tg.check("packed / padded seconds", best["packed"] / best["padded"], "<=", 1.0, "{:.3f}")
+    tg.check("grouped non-pad share", share["grouped"], ">=", TARGET_NONPAD, "{:.4f}")
+    tg.check("grouped / padded seconds", best["grouped"] / best["padded"], "<=", 1.0, "{:.3f}")
+    print(f"packed / padded seconds (not judged: SDPA) {best['packed'] / best['padded']:.3f}")
     raise SystemExit(tg.finish())
 
 if __name__ == "__main__": main()

@@ -12,17 +12,22 @@ from .records import shape_of
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # %% auto #0
-__all__ = ['Port', 'Size', 'Duration', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES', 'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section',
-           'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg',
-           'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask',
-           'EvaluateCfg', 'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
-           'ConfigError', 'memory_bytes', 'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields',
-           'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES', 'FIELD_FORMATS',
+           'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg',
+           'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg',
+           'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'reachable_from_outside',
+           'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'memory_bytes', 'keys_named', 'explain_error',
+           'load_config', 'to_yaml', 'expand', 'file_fields', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
     "A config section: unknown keys are errors and assignments are validated."
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+# %% ../nbs/00_config.ipynb #cr000002
+def refuse(*found) -> None:
+    "`ValueError` with one line per broken rule: each of `found` is a message, or a false value for a rule that holds."
+    if msgs := [m for m in found if m]: raise ValueError("\n".join(msgs))
 
 # %% ../nbs/00_config.ipynb #cf9a0002
 Port = Annotated[int, Field(ge=0, le=65535)]  # a TCP port; 0 = any free port
@@ -166,6 +171,12 @@ class CleanCfg(Section):
     executor: Literal["slurm", "local"] = "slurm"  # datatrove's: Slurm jobs (`launch.slurm`), or local processes
     tasks: int = Field(2, gt=0)  # datatrove tasks of each parallel step (input shards, signature batches)
 
+    @model_validator(mode="after")
+    def _bounds(self):
+        refuse(self.min_chars > self.max_chars and f"clean.min_chars={self.min_chars} > clean.max_chars="
+               f"{self.max_chars}: every text would be rejected; lower min_chars or raise max_chars")
+        return self
+
 # %% ../nbs/00_config.ipynb #an0c0002
 class AnnotateCfg(Section):
     "Doccano exports → HF `tokens` + `ner_tags` (BIO/BIOES): validation, label statistics, agreement."
@@ -218,7 +229,7 @@ class ModelCfg(Section):
 class LoraCfg(Section):
     "LoRA adapter settings (peft): a preset per model family, each value overridable."
     # auto: the preset of the model's `model_type` (llm_nb.model.LORA_PRESETS), else `default`; or a preset's name
-    preset: str = "auto"
+    preset: Literal["auto", "llama", "qwen2", "qwen3", "phi3", "default"] = "auto"
     r: int|None = Field(None, gt=0)  # None: the preset's
     alpha: int|None = None  # None: the preset's
     dropout: float = Field(0.05, ge=0, lt=1)
@@ -231,7 +242,11 @@ class LoraCfg(Section):
 class TokenizeCfg(Section):
     "Tokenization, packing and the train/eval split."
     max_length: int = Field(128, gt=8)  # tokens per training block
-    pack: bool = True  # concatenate texts into full blocks (no padding)
+    pack: bool = True  # concatenate plain texts into full blocks (no padding); conversations: chat_batches
+    # conversations per training row. packed: several, kept apart by position ids (FlashAttention computes within
+    # each only); grouped: one each, in batches of like length (SDPA/eager, where a packed row pays attention over
+    # its whole length); auto: packed where the model loads with flash_attention_*, grouped otherwise
+    chat_batches: Literal["auto", "packed", "grouped"] = "auto"
     eval_frac: float = Field(0.1, gt=0, lt=1)  # share of records held out for evaluation
     # length_stratified: each token-length bin keeps eval_frac of its records in eval; random: a shuffled cut
     split: Literal["length_stratified", "random"] = "length_stratified"
@@ -245,6 +260,13 @@ class TokenizeCfg(Section):
     num_proc: int = 1  # datasets.map processes
 
 # %% ../nbs/00_config.ipynb #1648e306
+# transformers' SchedulerType names that need no scheduler arguments of their own (24_train builds each one)
+SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+              "inverse_sqrt")
+# transformers' OptimizerNames that suit LoRA training; the *_8bit and paged_* ones need bitsandbytes on a CUDA GPU
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adagrad", "rmsprop", "adamw_bnb_8bit",
+              "paged_adamw_8bit", "paged_adamw_32bit")
+
 class TrainCfg(Section):
     "HF Trainer budget, optimizer, precision, checkpoints, resume and what to do about a NaN loss."
     max_steps: int = Field(60, gt=0)
@@ -254,7 +276,8 @@ class TrainCfg(Section):
     grad_accum: int = Field(1, gt=0)
     warmup_steps: int = Field(0, ge=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)  # share of max_steps spent warming up (if warmup_steps is 0)
-    lr_scheduler: str = "cosine"  # a transformers SchedulerType name
+    lr_scheduler: Literal[SCHEDULERS] = "cosine"  # the learning rate's course over max_steps
+    optim: Literal[OPTIMIZERS] = "adamw_torch"  # the optimizer (transformers' name)
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, ge=0)  # gradient clipping; 0 = off
     logging_steps: int = Field(5, gt=0)
@@ -273,6 +296,22 @@ class TrainCfg(Section):
     rollback_lr_factor: float = Field(0.5, gt=0, lt=1)  # rollback: learning rate multiplied by this each time
     max_rollbacks: int = Field(3, ge=0)  # rollback: then stop
 
+    @field_validator("resume")
+    @classmethod
+    def _resume_mode(cls, v:str) -> str:
+        if v in ("no", "auto") or re.fullmatch(r"checkpoint-\d+", Path(v).name): return v
+        raise ValueError("is neither no, auto nor a checkpoint folder (.../checkpoint-N)")
+
+    @model_validator(mode="after")
+    def _work_together(self):
+        "What the Trainer would refuse once it is built (or, for the best model, quietly not do)."
+        refuse(self.gradient_checkpointing and self.torch_compile and
+               "train.gradient_checkpointing and train.torch_compile don't go together: turn one off",
+               self.load_best_model_at_end and not (self.eval_steps and self.eval_steps == self.save_steps) and
+               f"train.load_best_model_at_end needs train.eval_steps = train.save_steps > 0 (got {self.eval_steps} "
+               f"and {self.save_steps})")
+        return self
+
 # %% ../nbs/00_config.ipynb #0d5e1a02
 class DeepSpeedCfg(Section):
     "DeepSpeed ZeRO through the HF Trainer (off by default)."
@@ -281,6 +320,18 @@ class DeepSpeedCfg(Section):
     offload_params: bool = False  # stage 3: weights on CPU between uses
     train_batch_size: int = Field(0, ge=0)  # the global batch the job must have; 0 = batch_size x grad_accum x ranks
     extra: dict = {}  # merged into the generated config (DeepSpeed's own keys), e.g. {zero_optimization: {...}}
+
+    @model_validator(mode="after")
+    def _stage_allows(self):
+        "Offload has preconditions DeepSpeed checks late, after the model is loaded."
+        s, on = self.stage, [f"deepspeed.{k}" for k in ("offload_optimizer", "offload_params", "train_batch_size")
+                             if getattr(self, k)]
+        refuse(s == "off" and on and f"{' and '.join(on)} set, but deepspeed.stage is off: set a stage",
+               self.offload_params and s != 3 and
+               f"deepspeed.offload_params needs deepspeed.stage 3 (got {s}): only ZeRO-3 partitions the weights",
+               self.offload_optimizer and s == 0 and
+               "deepspeed.offload_optimizer needs deepspeed.stage 1, 2 or 3 (ZeRO-Offload)")
+        return self
 
 # %% ../nbs/00_config.ipynb #0d5e1a05
 class SlurmCfg(Section):
@@ -302,6 +353,13 @@ class LaunchCfg(Section):
     gpus_per_node: int = Field(0, ge=0)  # GPUs Slurm gives each node (--gres=gpu:G); 0 = a CPU job
     master_port: int = Field(29500, gt=0, lt=65536)
     slurm: SlurmCfg = SlurmCfg()
+
+    @model_validator(mode="after")
+    def _one_per_gpu(self):
+        refuse(self.gpus_per_node and self.nproc_per_node > self.gpus_per_node and
+               f"launch.nproc_per_node={self.nproc_per_node} > launch.gpus_per_node={self.gpus_per_node}: one "
+               "process per GPU; lower nproc_per_node or ask for more GPUs")
+        return self
 
 # %% ../nbs/00_config.ipynb #7c4a0b02
 class TrackCfg(Section):
@@ -338,8 +396,8 @@ class LocalTask(Section):
 # %% ../nbs/00_config.ipynb #8cfad120
 class EvaluateCfg(Section):
     "Perplexity on the held-out split; lm-eval tasks on base and fine-tuned (and, in export, on the GGUF files)."
-    batch_size: int = 8
-    max_batches: int = 0  # 0 = the whole eval split
+    batch_size: int = Field(8, gt=0)
+    max_batches: int = Field(0, ge=0)  # 0 = the whole eval split
     order_questions: int = Field(64, ge=0)  # questions of the held-out word-order task; 0 = no such task
     order_tokens: int = Field(6, ge=2)  # tokens in each of its answers
     tasks: list[str] = []  # lm-eval task names, e.g. [mmlu, hellaswag] (need the hub or its cache)
@@ -480,6 +538,20 @@ class Config(Section):
     bench: BenchCfg = BenchCfg()
     monitor: MonitorCfg = MonitorCfg()
 
+    @model_validator(mode="after")
+    def _sections_agree(self):
+        "Rules across sections."
+        t, ds, la = self.train, self.deepspeed, self.launch
+        per_step = t.grad_accum * la.nnodes * la.nproc_per_node  # a launched job's ranks × accumulation
+        refuse(t.nan_policy == "skip" and ds.stage != "off" and
+               f"train.nan_policy=skip does not work under deepspeed.stage {ds.stage} (its engine steps the "
+               "optimizer): use stop or rollback",
+               ds.train_batch_size % per_step and
+               f"deepspeed.train_batch_size={ds.train_batch_size} cannot be split over launch.nnodes × "
+               f"launch.nproc_per_node = {la.nnodes * la.nproc_per_node} ranks with train.grad_accum={t.grad_accum}: "
+               f"make it a multiple of {per_step}")
+        return self
+
 # %% ../nbs/00_config.ipynb #24158829
 class ConfigError(ValueError):
     "A config that cannot be used; the message has one line per problem, each naming the key."
@@ -534,19 +606,37 @@ def _known_keys(model:type[BaseModel], # the section the location starts in (`Co
     return list(model.model_fields)
 
 # %% ../nbs/00_config.ipynb #a0f295d1
+def keys_named(text:str) -> list[str]:
+    "The dotted config keys a message names (`train.torch_compile`), in order."
+    return [k for k in re.findall(r"\b[a-z_]+(?:\.[a-z_0-9]+)+", text) if k.split(".")[0] in Config.model_fields]
+
+def _where(keys:list, lines:dict, source:str, overridden=()) -> str:
+    "`override: `, or `file:line: ` of the first of `keys` the file sets, or the file alone (nothing for no file)."
+    for k in keys:
+        if k in overridden: return "override: "
+        if k in lines: return f"{source}:{lines[k]}: "
+    return f"{source}: " if source else ""
+
+def _rule_line(m:str, section:str, lines:dict, source:str, overridden=()) -> str:
+    "A broken rule's line, at the first key it names (or at its section, named, when it names none)."
+    keys = keys_named(m)
+    return f"{_where(keys, lines, source, overridden)}{m}" if keys else \
+           f"{_where([section], lines, source, overridden)}{section}: {m}"
+
 def explain_error(e:dict, # one of pydantic's `ValidationError.errors()`
                   lines:dict, # dotted key -> line, from `_key_lines`
-                  source:str, # the file name, `<yaml>`, `<dict>` or `<editor>`
+                  source:str, # the file name, `<yaml>` or `<dict>`; "" (the form): no place, the key says it
                   overridden=() # keys set by overrides rather than the file
                  ) -> str:
-    "The line for one pydantic error: where (file:line, or `override`), which key, what is wrong."
+    "The line(s) for one pydantic error: where (file:line, or `override`), which key, what is wrong."
     key = ".".join(str(p) for p in e["loc"])
-    where = "override" if key in overridden else f"{source}:{lines[key]}" if key in lines else source
-    if e["type"] != "extra_forbidden":  # a section's own check (input: the whole section) is not shown what it got
-        got = "" if e["type"] == "value_error" and isinstance(e.get("input"), dict) else f" (got {e.get('input')!r})"
-        return f"{where}: {key}: {e['msg']}{got}"
+    msg = e["msg"].removeprefix("Value error, ")  # pydantic's prefix for a check of ours: says nothing
+    if e["type"] == "value_error" and isinstance(e.get("input"), dict):  # a section's rule: each line names its keys
+        return "\n".join(_rule_line(m, key, lines, source, overridden) for m in msg.splitlines())
+    where = _where([key], lines, source, overridden)
+    if e["type"] != "extra_forbidden": return f"{where}{key}: {msg} (got {e.get('input')!r})"
     close = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(Config, e["loc"]), n=1)
-    return f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+    return f"{where}unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
 
 def _explain(err:ValidationError, # what pydantic raised
              lines:dict, # dotted key -> line, from `_key_lines`

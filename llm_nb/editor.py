@@ -10,7 +10,7 @@ import ipywidgets as W
 import yaml
 from fastcore.basics import patch
 from pydantic import BaseModel, ValidationError
-from .config import Config, ConfigError, check_paths, explain_error, load_config, to_yaml
+from .config import Config, ConfigError, check_paths, explain_error, keys_named, load_config, to_yaml
 
 # %% auto #0
 __all__ = ['field_comments', 'field_control', 'section_rows', 'form_values', 'error_key', 'ConfigEditor']
@@ -97,7 +97,7 @@ def form_values(controls:dict # dotted key -> (widget, kind, error HTML)
     for key, (ctl, kind, _) in controls.items():
         try: v = yaml.safe_load(ctl.value) if kind == "yaml" else list(ctl.value) if kind == "list" else ctl.value
         except yaml.YAMLError as e:
-            errs[key] = f"<editor>: {key}: not valid YAML: {str(e).splitlines()[0]}"
+            errs[key] = f"{key}: not valid YAML: {str(e).splitlines()[0]}"
             continue
         _set_key(data, key, v)
     return data, errs
@@ -114,21 +114,24 @@ def error_key(loc:str, # a dotted key or a `check_paths` key (`ingest.sources[0]
 
 # %% ../nbs/06_editor.ipynb #w0000022
 class ConfigEditor:
-    "A form for a whole `Config`: a tab per section, Check / Save / Load, `config` for the validated result."
+    "A form for a whole `Config`: a page per section, Check / Save / Load, `config` for the validated result."
     def __init__(self, cfg:Config|None=None, # what the form starts from (default: the defaults)
                  path:str|Path="config.yaml", # where Save writes and Load reads
-                 section:str="run" # the tab it opens on: a stage notebook opens its own section
+                 section:str="run" # the page it opens on: a stage notebook opens its own section
                 ):
         cfg, self.controls, self.errors = cfg or Config(), {}, {}
         data = cfg.model_dump()
+        names = list(Config.model_fields)
         pages = [W.VBox(section_rows(f.annotation, data[s], s, self.controls)) for s, f in Config.model_fields.items()]
-        self.tabs = W.Tab(children=pages, titles=list(Config.model_fields))
-        self.tabs.selected_index = list(Config.model_fields).index(section)
+        self.pages = W.Stack(children=pages, selected_index=names.index(section))
+        # buttons that wrap onto a second line rather than tabs that cut their titles short
+        self.sections = W.ToggleButtons(options=names, value=section, style=dict(button_width="auto"))
+        self.sections.observe(lambda ch: setattr(self.pages, "selected_index", names.index(ch["new"])), "value")
         self.path = W.Text(value=str(path), description="file", layout=W.Layout(width="420px"))
         self.buttons = {n: W.Button(description=n) for n in ("Check", "Save", "Load")}
         for n, b in self.buttons.items(): b.on_click(lambda _, n=n: getattr(self, n.lower())())
-        self.status = W.HTML()
-        self.widget = W.VBox([self.tabs, W.HBox([self.path, *self.buttons.values()]), self.status])
+        self.status = W.HTML()  # above the fields: what Check finds is seen without scrolling
+        self.widget = W.VBox([W.HBox([self.path, *self.buttons.values()]), self.status, self.sections, self.pages])
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -154,13 +157,14 @@ def check(self:ConfigEditor) -> Config|None:
         try: cfg = Config.model_validate(data)
         except ValidationError as e:
             for x in e.errors():
-                key = error_key(".".join(map(str, x["loc"])), self.controls)
-                errs[key] = "; ".join(filter(None, [errs.get(key), explain_error(x, {}, "<editor>")]))
+                for line in explain_error(x, {}, "").splitlines():  # a rule's line goes to the first key it names
+                    key = error_key((keys_named(line) or [".".join(map(str, x["loc"]))])[0], self.controls)
+                    errs[key] = "; ".join(filter(None, [errs.get(key), line]))
     if cfg is not None:
         try: check_paths(cfg)
         except ConfigError as e:
             cfg = None
-            for line in str(e).splitlines(): errs[error_key(line.split(":")[0], self.controls)] = f"<editor>: {line}"
+            for line in str(e).splitlines(): errs[error_key(line.split(":")[0], self.controls)] = line
     self._show_errors(errs)
     return cfg
 

@@ -389,9 +389,7 @@ def plot_lm_eval(scores:dict, # {model: {task: {metric: {value, stderr}}}}
 
 # %% ../nbs/30_evaluate.ipynb #36717d43
 def _check_eval(ec, n_examples:int) -> None:
-    "`ConfigError` when `cfg.evaluate` or an empty eval split leaves no token to measure."
-    if ec.batch_size < 1: raise ConfigError(f"evaluate.batch_size={ec.batch_size}: must be at least 1")
-    if ec.max_batches < 0: raise ConfigError(f"evaluate.max_batches={ec.max_batches}: must be 0 (all batches) or more")
+    "`ConfigError` when an empty eval split leaves no token to measure (the config refuses a batch size below 1)."
     if n_examples == 0:
         raise ConfigError("tokenize/eval holds no example: raise tokenize.eval_frac and re-run tokenize")
 

@@ -27,11 +27,8 @@ def train_args(config:str|Path, # the run's config file, as the ranks will see i
 # %% ../nbs/25_launch.ipynb #l0000010
 def check_world(cfg:Config # the run's config; `cfg.launch` is the world
                ) -> dict:
-    "The batch plan for `cfg.launch`'s world (nodes × processes per node); `ConfigError` when it cannot run."
+    "The batch plan for `cfg.launch`'s world (nodes × processes per node)."
     lc = cfg.launch
-    if lc.gpus_per_node and lc.nproc_per_node > lc.gpus_per_node:
-        raise ConfigError(f"launch.nproc_per_node={lc.nproc_per_node} > launch.gpus_per_node={lc.gpus_per_node}: "
-                          "one process per GPU; lower nproc_per_node or ask for more GPUs")
     return batch_plan(cfg, lc.nnodes * lc.nproc_per_node)
 
 # %% ../nbs/25_launch.ipynb #l0000013

@@ -196,8 +196,6 @@ def lora_settings(lcfg, # `Config.lora`
                  ) -> dict:
     "r, alpha, dropout, target_modules: the preset for `model_type` (or `lcfg.preset`) with `lcfg`'s overrides."
     name = lcfg.preset if lcfg.preset != "auto" else model_type if model_type in LORA_PRESETS else "default"
-    if name not in LORA_PRESETS:
-        raise ConfigError(f"lora.preset={lcfg.preset!r} is not a preset: choose auto or one of {list(LORA_PRESETS)}")
     out = dict(LORA_PRESETS[name], preset=name, dropout=lcfg.dropout, modules_to_save=list(lcfg.modules_to_save))
     out.update({k: v for k in ("r", "alpha", "target_modules") if (v := getattr(lcfg, k)) is not None})
     return out

@@ -9,7 +9,9 @@ from collections import Counter
 from pathlib import Path
 import numpy as np
 import torch
+from functools import partial
 from .config import ConfigError
+from .env import resolve_loading
 from .records import TURN_MARK, decode_turns
 from .chat import chat_template, fit_turns, render_chats
 from .run import Stage, save_figure, sha256_file
@@ -17,9 +19,9 @@ from .model import base_model_path, load_tokenizer
 
 # %% auto #0
 __all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',
-           'tokenize_chats', 'tokenize_records', 'pack_chats', 'collate_samples', 'set_padding_side', 'length_bins',
-           'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths', 'make_examples', 'save_split',
-           'conversation_template', 'chat_counts', 'run_tokenize']
+           'tokenize_chats', 'tokenize_records', 'pack_chats', 'collate_samples', 'chat_batches', 'grouped_padding',
+           'set_padding_side', 'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths',
+           'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -132,6 +134,26 @@ def collate_samples(rows:list, # examples: input_ids, labels, seq_lengths
     labels[pos == 0] = -100  # a sample's first token: predicted from the sample before it
     return {"input_ids": ids, "labels": labels, "position_ids": pos}
 
+# %% ../nbs/21_tokenize.ipynb #tc000017
+def chat_batches(cfg, # the run's `Config`: tokenize.chat_batches, and the model's attention for `auto`
+                 rep:dict|None=None # an `env_report()`; None: this machine
+                ) -> str:
+    "`packed` or `grouped`: `tokenize.chat_batches`, where `auto` packs for FlashAttention and groups otherwise."
+    how = cfg.tokenize.chat_batches
+    if how != "auto": return how
+    return "packed" if resolve_loading(cfg.model, rep)["attn_implementation"].startswith("flash") else "grouped"
+
+# %% ../nbs/21_tokenize.ipynb #tc000020
+def grouped_padding(lengths:np.ndarray, # tokens in each example
+                    batch:int, # rows per batch
+                    seed:int=0 # the sampler's shuffle
+                   ) -> float:
+    "Share of padding in the batches of `batch` rows that the Trainer's `LengthGroupedSampler` makes of `lengths`."
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+    order = list(LengthGroupedSampler(batch, lengths=lengths.tolist(), generator=torch.Generator().manual_seed(seed)))
+    rows = [lengths[order[i:i + batch]] for i in range(0, len(order), batch)]
+    return float(1 - lengths.sum() / sum(r.max() * len(r) for r in rows))
+
 # %% ../nbs/21_tokenize.ipynb #a8e0f4c6
 def set_padding_side(tok, # a tokenizer
                      tc # `Config.tokenize`
@@ -233,28 +255,33 @@ def _text_examples(ids, tc, name:str):
                                             **kw).with_format(None)
     return ids.map(truncate_batch, fn_kwargs=dict(max_length=tc.max_length), desc=f"truncate {name}", **kw)
 
-def _chat_examples(ids, tc, name:str):
+def _chat_examples(ids, tc, name:str, grouped:bool):
     "Conversations packed whole, or one per example (they are no longer than `max_length` already)."
-    if tc.pack: return pack_chats(ids, tc, name)
+    if not grouped: return pack_chats(ids, tc, name)
     return ids.map(truncate_batch, fn_kwargs=dict(max_length=tc.max_length), batched=True,
                    batch_size=tc.batch_size, remove_columns=ids.column_names, desc=f"conversations {name}")
 
 def make_examples(ids, # one side's tokenized records: input_ids, labels (and fate, from `tokenize_records`)
                   tc, # `Config.tokenize`
-                  name:str # the side
+                  name:str, # the side
+                  grouped_by:int=0 # 0: conversations packed; n: one per example, batched n by n in order of length
                  ) -> tuple:
     "The side's examples (text examples first, then conversations) and its counts."
     from datasets import Dataset, Features, List, Value, concatenate_datasets
     fate = ids.with_format("arrow")[:]["fate"].to_numpy(zero_copy_only=False) if "fate" in ids.column_names else None
     is_text = np.ones(len(ids), bool) if fate is None else fate == "text"
-    kinds = ((is_text, _text_examples), (~is_text, _chat_examples))
+    kinds = ((is_text, _text_examples), (~is_text, partial(_chat_examples, grouped=bool(grouped_by))))
     feats = Features({k: List(Value("int64")) for k in EXAMPLE_COLUMNS})
     made = (make(ids.select(np.flatnonzero(rows)), tc, name) for rows, make in kinds if rows.any())
     parts = [p.cast(feats) for p in made if len(p)]  # (a map that yields no row keeps its input's columns)
     ex = concatenate_datasets(parts) if parts else Dataset.from_dict({k: [] for k in EXAMPLE_COLUMNS}, features=feats)
-    n = int(token_lengths(ex).sum())
+    lengths = token_lengths(ex)
+    n = int(lengths.sum())
     counts = dict(records=len(ids), tokens=int(token_lengths(ids).sum()), examples=len(ex), tokens_in_examples=n)
-    if tc.pack and len(ex): counts["padding_share"] = round(1 - n / (len(ex) * tc.max_length), 4)
+    if grouped_by:  # the Trainer's length-grouped sampler reads the `length` column
+        ex = ex.add_column("length", lengths.tolist())
+        if len(ex): counts["padding_share"] = round(grouped_padding(lengths, grouped_by), 4)
+    elif tc.pack and len(ex): counts["padding_share"] = round(1 - n / (len(ex) * tc.max_length), 4)
     return ex, counts
 
 # %% ../nbs/21_tokenize.ipynb #6d0c687b
@@ -335,7 +362,9 @@ def run_tokenize(cfg, run) -> dict:
                                                 f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
     split = _split_records(lengths, tc, cfg.run.seed)
-    done = {name: make_examples(ids.select(ix), tc, name) for name, ix in split.items()}
+    batches = chat_batches(cfg) if template else "packed"
+    group = cfg.train.batch_size if batches == "grouped" else 0
+    done = {name: make_examples(ids.select(ix), tc, name, group) for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
     for name, (ex, _) in done.items(): save_split(ex, out/name)
@@ -345,8 +374,11 @@ def run_tokenize(cfg, run) -> dict:
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"
     print(f"tokenize: {tc.split} split: train {counts['train']['examples']}, eval {counts['eval']['examples']} {unit}")
-    if talk: print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
-                   f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
-                   f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on})")
+    if talk:
+        talk["batches"] = batches
+        print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
+              f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
+              f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches} "
+              f"({counts['train'].get('padding_share', 0):.1%} padding in training batches)")
     run.record("tokenize", outputs=[out], counts=counts)
     return counts

@@ -19,9 +19,9 @@ from .env import env_report, resolve_loading
 from .tokenize import collate_samples, set_padding_side
 
 # %% auto #0
-__all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'training_args', 'check_train', 'train_fingerprint', 'CheckpointMarker',
-           'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'GuardedTrainer', 'join_deepspeed',
-           'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
+__all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'check_optimizer', 'training_args', 'train_fingerprint',
+           'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'GuardedTrainer',
+           'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
 
 # %% ../nbs/24_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -36,13 +36,25 @@ def precision(tc, # `Config.train`
         raise ConfigError(f"train.precision=bf16: {gpus[0]['name']} has no bf16: set it to fp16 or auto")
     return tc.precision
 
+# %% ../nbs/24_train.ipynb #op000002
+def check_optimizer(tc, # `Config.train`
+                    rep:dict # an `env_report()`
+                   ) -> None:
+    "`ConfigError` for a bitsandbytes optimizer (8-bit, paged) without a CUDA GPU or without bitsandbytes."
+    import importlib.util
+    if not ("8bit" in tc.optim or tc.optim.startswith("paged_")): return
+    if not rep["gpus"]: raise ConfigError(f"train.optim={tc.optim} runs on a CUDA GPU only (bitsandbytes): use adamw_torch")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ConfigError(f"train.optim={tc.optim} needs bitsandbytes: pip install bitsandbytes")
+
 # %% ../nbs/24_train.ipynb #96abce73
 def training_args(cfg, # the run's `Config`
                   out_dir:Path, # the Trainer's output folder (checkpoints)
                   use_cpu:bool, # train on the CPU even when a GPU is there
                   prec:str="fp32", # from `precision`
                   ds:dict|None=None, # a DeepSpeed config from `deepspeed_config` (None: no DeepSpeed)
-                  report_to:str|list="none" # "none", or ["wandb"] where `start_wandb` started a run
+                  report_to:str|list="none", # "none", or ["wandb"] where `start_wandb` started a run
+                  by_length:bool=False # batches of like length (examples with a `length` column: tokenize grouped them)
                  ):
     "TRL's `SFTConfig` (its `TrainingArguments`) from `cfg.train` (transformers 5 names)."
     t, plan = cfg.train, batch_plan(cfg, world_size())
@@ -52,34 +64,18 @@ def training_args(cfg, # the run's `Config`
         output_dir=str(out_dir), max_steps=t.max_steps, learning_rate=t.learning_rate,
         per_device_train_batch_size=plan["micro_batch_per_device"], per_device_eval_batch_size=t.batch_size,
         gradient_accumulation_steps=plan["grad_accum"], warmup_steps=t.warmup_steps or t.warmup_ratio,
-        lr_scheduler_type=t.lr_scheduler, weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm,
-        logging_steps=t.logging_steps, eval_strategy=ev, eval_steps=ev_n, save_strategy=save, save_steps=save_n,
+        lr_scheduler_type=t.lr_scheduler, optim=t.optim, weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm,
+        logging_steps=min(t.logging_steps, t.max_steps), eval_strategy=ev, eval_steps=ev_n, save_strategy=save, save_steps=save_n,
         save_total_limit=t.save_total_limit, load_best_model_at_end=t.load_best_model_at_end,
         metric_for_best_model="eval_loss" if t.load_best_model_at_end else None,
         bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
         torch_compile=t.torch_compile, deepspeed=ds, report_to=report_to, use_cpu=use_cpu,
         seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0,
+        train_sampling_strategy="group_by_length" if by_length else "random",
         remove_unused_columns=False,  # the collator reads seq_lengths, which is no argument of the model
         use_cache=False,  # (the Trainer puts it in the model's config) a KV cache lets packed samples read each other
         dataset_kwargs=dict(skip_prepare_dataset=True))  # the tokenize stage rendered, masked and packed the examples
-
-# %% ../nbs/24_train.ipynb #86f95f27
-def check_train(cfg) -> None: # the run's `Config`
-    "`ConfigError` for `train` settings that cannot work together, before anything is loaded."
-    t, errs = cfg.train, []
-    if t.logging_steps > t.max_steps:
-        errs.append(f"train.logging_steps={t.logging_steps} logs no loss in train.max_steps={t.max_steps} steps: "
-                    f"set it between 1 and {t.max_steps}")
-    if t.gradient_checkpointing and t.torch_compile:
-        errs.append("train.gradient_checkpointing and train.torch_compile don't go together: turn one off")
-    if t.load_best_model_at_end and not (t.eval_steps and t.eval_steps == t.save_steps):
-        errs.append(f"train.load_best_model_at_end needs train.eval_steps = train.save_steps > 0 (got "
-                    f"{t.eval_steps} and {t.save_steps})")
-    if t.nan_policy == "skip" and cfg.deepspeed.stage != "off":
-        errs.append("train.nan_policy=skip does not work under DeepSpeed (its engine steps the optimizer): "
-                    "use stop or rollback")
-    if errs: raise ConfigError("\n".join(errs))
 
 # %% ../nbs/24_train.ipynb #c0000002
 MARKER = "llm_nb_complete.json"  # written into a checkpoint folder once it is completely saved
@@ -179,7 +175,7 @@ class GuardedTrainer(SFTTrainer):
         "The Trainer's optimizer at the scaled rate; under the skip policy, no `step` right after a skipped loss."
         opt = super().create_optimizer(model)
         for g in getattr(opt, "param_groups", []): g["lr"] *= self.lr_scale  # back to the start: the schedule follows
-        if self.nan_policy != "skip": return opt  # (check_train refuses skip under DeepSpeed: its engine steps)
+        if self.nan_policy != "skip": return opt  # (the config refuses skip under DeepSpeed: its engine steps)
         step = opt.step
         def guarded_step(*a, **kw):
             if not self._skip: return step(*a, **kw)
@@ -212,14 +208,16 @@ def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="no
     from transformers import set_seed
     set_seed(cfg.run.seed)  # the adapter's random init too: the same seed, the same run
     rep = env_report()
+    check_optimizer(cfg.train, rep)
     use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
     base = base_model_path(run)
     ds = deepspeed_config(cfg, pin_memory=not use_cpu)
     if ds: join_deepspeed(use_cpu)
-    args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds, report_to)  # before the model
+    data = {k: load_from_disk(str(run.input(f"tokenize/{k}"))) for k in ("train", "eval")}
+    args = training_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), ds, report_to,  # before the model
+                         by_length="length" in data["train"].column_names)
     tok = set_padding_side(load_tokenizer(str(run.input("tokenize/tokenizer"))), cfg.tokenize)  # its chat template too
     model = add_lora(load_model(base, cfg.model), cfg.lora, gradient_checkpointing=cfg.train.gradient_checkpointing)
-    data = {k: load_from_disk(str(run.input(f"tokenize/{k}"))) for k in ("train", "eval")}
     return GuardedTrainer(model=model, args=args, train_dataset=data["train"], eval_dataset=data["eval"],
                           processing_class=tok, data_collator=partial(collate_samples, pad_id=tok.pad_token_id),
                           callbacks=[CheckpointMarker(train_fingerprint(cfg))], nan_policy=cfg.train.nan_policy,
@@ -292,7 +290,6 @@ TRAIN = Stage("train", reads=("tokenize/train", "tokenize/eval", "tokenize/token
 @TRAIN
 def run_train(cfg, run, drill=None) -> dict:
     "Train a LoRA adapter on tokenize/train; save train/adapter, log.json, the dashboard (rank 0), checkpoints."
-    check_train(cfg)
     out, plan = run.stage_dir("train"), batch_plan(cfg, world_size())
     if is_main_process():
         note = f" ({plan['note']})" if plan["note"] else ""

@@ -83,7 +83,7 @@ def drive(page, url:str, art:Path) -> None:
     prompt = lambda i: cells.nth(i).locator(".jp-InputPrompt").inner_text()
     page.wait_for_function("() => /\\[[0-9*]+\\]/.test(document.querySelector('.jp-Notebook .jp-InputPrompt')"
                            ".textContent)", timeout=30_000)  # Run All started
-    cells.nth(0).locator(".jp-OutputArea-output .widget-tab").first.wait_for(timeout=120_000)
+    cells.nth(0).locator(".jp-OutputArea-output .widget-toggle-buttons").first.wait_for(timeout=120_000)
     time.sleep(1)
     cells.nth(0).locator(".jp-OutputArea").screenshot(path=str(art/"config_form.png"))
     assert page.get_by_text("Error displaying widget").count() == 0
@@ -106,9 +106,9 @@ def drive(page, url:str, art:Path) -> None:
     check_form(page, cells.nth(0), art)
 
 def check_form(page, cell, art:Path) -> None:
-    "In the form: a wrong number on the train tab, Check, and the error next to the field, naming the key."
+    "In the form: a wrong number on the train page, Check, and the error next to the field, naming the key."
     cell.scroll_into_view_if_needed()
-    cell.get_by_role("tab", name="train").click()
+    cell.get_by_role("button", name="train", exact=True).click()
     row = cell.locator(".widget-hbox").filter(has=page.locator("code", has_text=re.compile(r"^max_steps$")))
     row.locator("input").fill("0")
     row.locator("input").press("Enter")

@@ -1,14 +1,15 @@
 """Conversations from ingest to a trained adapter: ingest -> clean -> the tiny model -> tokenize (the chat template,
-loss on the answers, whole conversations packed) -> a few training steps. Checks the loss mask token by token (no
-system or user token trained, every answer's <|im_end|> trained), that a conversation too long for max_length is cut
-after a whole answer, and that the train stage's model scores a packed row as its samples alone."""
+loss on the answers; on this CPU one conversation per example, batched by length) -> a few training steps. Checks
+the loss mask token by token (no system or user token trained, every answer's <|im_end|> trained), that a
+conversation too long for max_length is cut after a whole answer, that training batches group by length, and that
+the train stage's model scores a packed row (chat_batches: packed) as its samples alone."""
 import json, math
 import pytest, torch
 from datasets import load_from_disk
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.pipeline import STAGES
-from llm_nb.tokenize import collate_samples
+from llm_nb.tokenize import collate_samples, pack_chats
 from llm_nb.model import load_tokenizer
 
 WORDS = ["头痛", "发热", "咳嗽", "耳机", "手机", "电池", "快递", "屏幕", "质量", "价格"]
@@ -74,7 +75,7 @@ def test_long_conversations_cut_after_an_answer(chat_run):
     talk = c["conversations"]
     assert talk["records"] == 120 and talk["truncated"] >= 5 and talk["kept"] + talk["truncated"] == 120, talk
     assert 0 < talk["trained_tokens"] < talk["tokens"] / 2, talk
-    assert c["train"]["padding_share"] < 0.3, c["train"]
+    assert talk["batches"] == "grouped" and c["train"]["padding_share"] < 0.1, c["train"]  # auto on a CPU: SDPA
     tok = load_tokenizer(str(chat_run.dir/"tokenize"/"tokenizer"))
     for ex in load_from_disk(str(chat_run.dir/"tokenize"/"train")):
         assert len(ex["input_ids"]) <= 64
@@ -82,19 +83,32 @@ def test_long_conversations_cut_after_an_answer(chat_run):
             last = max(i for i, l in enumerate(labels) if l != -100)  # ends with a whole answer (and ChatML's newline)
             assert ids[last] == tok.convert_tokens_to_ids("<|im_end|>") and last == len(ids) - 2, tok.decode(ids)
 
-def test_train_on_conversations_scores_samples_alone(chat_run):
+def nonpad_share(batches, pad:int) -> float:
+    "Share of the batches' token slots that are not padding (the tiny tokenizer's pad token is in no text)."
+    return sum(int((b["input_ids"] != pad).sum()) for b in batches) / sum(b["input_ids"].numel() for b in batches)
+
+def test_train_batches_by_length_and_packed_rows_score_samples_alone(chat_run):
+    from transformers.trainer_pt_utils import LengthGroupedSampler
     from llm_nb.train import build_trainer, save_adapter
     trainer = build_trainer(chat_run.cfg, chat_run, chat_run.dir/"train")
-    model = trainer.model.eval()
     ds = load_from_disk(str(chat_run.dir/"tokenize"/"train"))
-    row = next(ex for ex in ds if len(ex["seq_lengths"]) >= 2)
+    assert all(len(s) == 1 for s in ds["seq_lengths"]) and ds["length"] == [len(x) for x in ds["input_ids"]]
+    assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
+    pad = trainer.processing_class.pad_token_id
+    grouped = list(trainer.get_train_dataloader())
+    stored = [collate_samples(ds.select(range(i, min(i + 4, len(ds)))), pad) for i in range(0, len(ds), 4)]
+    share = nonpad_share(grouped, pad), nonpad_share(stored, pad)  # batches of 4 (train.batch_size), in stored order
+    assert sum(len(b["input_ids"]) for b in grouped) == len(ds) and 1 - share[0] < (1 - share[1]) / 2, share
+    model = trainer.model.eval()
+    packed = pack_chats(ds, chat_run.cfg.tokenize, "test")
+    row = next(ex for ex in packed if len(ex["seq_lengths"]) >= 2)
     batch = trainer.data_collator([row])
     with torch.no_grad():
-        packed = model(**{k: v for k, v in batch.items() if k != "labels"}).logits[0]
+        logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits[0]
         start = 0
         for n in row["seq_lengths"]:
             alone = model(input_ids=torch.tensor([row["input_ids"][start:start + n]])).logits[0]
-            assert (packed[start:start + n] - alone).abs().max() <= 1e-4
+            assert (logits[start:start + n] - alone).abs().max() <= 1e-4
             start += n
     res = trainer.train()
     assert math.isfinite(res.training_loss) and res.global_step == 3

@@ -62,7 +62,7 @@ def test_launch_command(tmp_path):
     cfg = tmp_path/"c.yaml"
     cfg.write_text(f"run: {{root: {tmp_path}, name: r}}\ndeepspeed: {{stage: 2, train_batch_size: 100}}\n")
     r = llm_nb_cmd("launch", cfg, "--nnodes", "2", "--nproc-per-node", "8", "--gpus-per-node", "8")
-    assert r.returncode == 2 and "deepspeed.train_batch_size=100 cannot be split over 16 ranks" in r.stderr
+    assert r.returncode == 2 and "deepspeed.train_batch_size=100 cannot be split over launch.nnodes × launch.nproc_per_node = 16 ranks" in r.stderr
     r = llm_nb_cmd("launch", cfg, "--nproc-per-node", "4", "--gpus-per-node", "4", "--sbatch", tmp_path/"t.sbatch")
     assert r.returncode == 0, r.stderr
     text = (tmp_path/"t.sbatch").read_text()

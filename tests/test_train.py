@@ -1,8 +1,9 @@
-"Training as a job runs it: killed with SIGKILL and resumed exactly; DeepSpeed ZeRO-2 and ZeRO-3 + offload on 2 ranks."
+"Training as a job runs it: killed with SIGKILL and resumed exactly (batches grouped by length); DeepSpeed ZeRO-2 and ZeRO-3 + offload on 2 ranks."
 import json, os, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import socket
 import pytest, torch
+from datasets import load_from_disk
 from llm_nb.config import load_config, to_yaml
 from llm_nb.model import base_model_path
 from llm_nb.run import Run
@@ -18,6 +19,12 @@ def prepared():
     `eval_losses` scores full blocks with every token a label (tests/test_chat.py trains on conversations)."""
     return run_until("train", **{"train.logging_steps": 1, **TEXT_ONLY})
 
+@pytest.fixture(scope="module")
+def demo_prepared():
+    """The demo's own data up to train: text blocks and conversations, which on this CPU tokenize groups by length,
+    so the Trainer draws its batches through its LengthGroupedSampler."""
+    return run_until("train", **{"train.logging_steps": 1})
+
 def job_config(run, tmp_path:Path, name:str, **overrides) -> Path:
     "A copy of the prepared run folder under a new name, and its config file with `overrides`."
     shutil.copytree(run.dir, tmp_path/name)
@@ -29,12 +36,13 @@ def logged_losses(run_dir:Path) -> dict:
     "{step: loss} from train/log.json."
     return {h["step"]: h["loss"] for h in json.loads((run_dir/"train"/"log.json").read_text()) if "loss" in h}
 
-def test_kill_9_then_resume_auto_matches_the_uninterrupted_run(prepared, tmp_path):
+def test_kill_9_then_resume_auto_matches_the_uninterrupted_run(demo_prepared, tmp_path):
+    assert "length" in load_from_disk(str(demo_prepared.dir/"tokenize"/"train")).column_names  # batches grouped by length
     steps = dict(**{"train.max_steps": 24, "train.save_steps": 4, "train.resume": "auto"})
-    ref = job_config(prepared, tmp_path, "ref", **steps)
+    ref = job_config(demo_prepared, tmp_path, "ref", **steps)
     r = subprocess.run([LLM_NB, "run", ref, "--stages", "train"], capture_output=True, text=True, env=ENV, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    cfg = job_config(prepared, tmp_path, "killed", **steps)
+    cfg = job_config(demo_prepared, tmp_path, "killed", **steps)
     ck = tmp_path/"killed"/"train"/"checkpoints"
     p = subprocess.Popen([LLM_NB, "run", cfg, "--stages", "train"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          env=ENV, start_new_session=True)
@@ -61,7 +69,6 @@ def test_kill_9_then_resume_auto_matches_the_uninterrupted_run(prepared, tmp_pat
 
 def eval_losses(run_dir:Path) -> tuple[float, float]:
     "Mean block loss on tokenize/eval of base + the saved adapter, and of the base alone, computed here in one process."
-    from datasets import load_from_disk
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
     base = base_model_path(Run(run_dir, load_config({})))
