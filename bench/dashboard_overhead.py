@@ -5,8 +5,8 @@ The same tiny LoRA run (the train stage's `build_trainer`, as in bench/trainer_s
 rotating the order each round (`--repeat` rounds): plain; with `llm_nb.track.LiveDashboard`; and with the dashboard
 plus a W&B offline run (`start_wandb`, the Trainer's `report_to=["wandb"]`, the dashboard's rows logged to it, W&B's
 own system sampling every `--sample-s` seconds), as `run_train` does. The dashboard runs as in a notebook: live,
-rendering its picture at every redraw it allows itself (shown through a stand-in display handle, so nothing is
-printed but the rendering is paid in full), a row and a JSON line per log, the sampler thread reading CPU and RAM
+writing its SVG picture at every redraw it allows itself (`track.redraw_s`, 0.5 s by default, or `--redraw-s`; shown
+through a stand-in display handle, so nothing is printed but the writing is paid in full), a row and a JSON line per log, the sampler thread reading CPU and RAM
 (GPUs through NVML where there are any) every `--sample-s` seconds. `--logging-steps 1` logs every step (the demo
 logs every 5): the worst case for the per-log work.
 
@@ -27,7 +27,7 @@ demo run (bench/_data.py SMOKE_RUN) 4 steps per contender, one round, sampling e
 (tools/bench_smoke.sh).
 
     python bench/dashboard_overhead.py [--steps 200] [--warmup 5] [--repeat 3] [--logging-steps 1] [--sample-s 5]
-                                       [--redraw-s 2] [--threads 1] [--target 0.02] [--smoke]
+                                       [--redraw-s S] [--threads 1] [--target 0.02] [--smoke]
 """
 import argparse, functools, statistics, sys, tempfile, time, warnings
 from pathlib import Path
@@ -37,7 +37,7 @@ from trainer_step import load, step_times, timer_callback  # the step timer of t
 
 class QuietHandle:
     "Stands in for the notebook's display handle: takes each redrawn picture and shows nothing."
-    def update(self, img): pass
+    def update(self, shown, raw=False): pass
 
 SPENT = {}  # name -> [seconds of each call] of the timed methods (this run)
 
@@ -101,7 +101,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200); ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3); ap.add_argument("--logging-steps", type=int, default=1)
-    ap.add_argument("--sample-s", type=float, default=5.0); ap.add_argument("--redraw-s", type=float, default=2.0)
+    ap.add_argument("--sample-s", type=float, default=5.0); ap.add_argument("--redraw-s", type=float, default=None)
     ap.add_argument("--threads", type=int, default=1); ap.add_argument("--target", type=float, default=0.02)
     add_smoke_arg(ap, "SMOKE_RUN's model, --steps 4 --warmup 1 --repeat 1 --sample-s 1")
     a = ap.parse_args()
@@ -123,7 +123,7 @@ def main():
     run = run_until("train", **ov)
     cfg, out = run.cfg, run.stage_dir("train")
     tokens = batch_plan(cfg, 1)["train_batch_size"] * cfg.tokenize.max_length
-    track = TrackCfg(live=True, sample_s=a.sample_s, redraw_s=a.redraw_s)
+    track = TrackCfg(live=True, sample_s=a.sample_s, **({"redraw_s": a.redraw_s} if a.redraw_s else {}))  # else the default
     print(f"prepared the run in {time.perf_counter() - t:.0f}s; {a.steps} steps per run, logging every "
           f"{a.logging_steps}, {tokens} tokens per step, torch threads {a.threads}, load average {load()}")
     keep, names = list(range(a.warmup, a.steps)), ["plain", "dashboard", "dashboard+W&B"]

@@ -365,8 +365,8 @@ class LaunchCfg(Section):
 class TrackCfg(Section):
     "What training reports while it runs: system readings, the live dashboard, Weights & Biases."
     live: bool|Literal["auto"] = "auto"  # redraw the dashboard in the notebook; auto: when in a Jupyter kernel
-    redraw_s: float = Field(2.0, gt=0)  # seconds between two redraws at least
-    redraw_budget: float = Field(0.01, gt=0, le=1)  # share of the training time redraws may take
+    redraw_s: float = Field(0.5, gt=0)  # seconds between two redraws at least
+    redraw_budget: float = Field(0.02, gt=0, le=1)  # share of the training time redraws may take
     sample_s: float = Field(5.0, gt=0)  # seconds between system readings (CPU, RAM, GPUs)
     gpus: bool = True  # read GPUs through NVML (where there is no driver, it says so once and reads the CPU side)
     # W&B: auto = online where a W&B key is known (WANDB_API_KEY, `wandb login`), else offline (a local run under

@@ -13,24 +13,38 @@ from .run import Run
 from .env import peft_quietly
 
 # %% auto #0
-__all__ = ['TEXT_ONLY', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until', 'MissingComponent', 'have',
-           'send_json', 'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI',
-           'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
+__all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'project_root', 'run_until',
+           'MissingComponent', 'have', 'send_json', 'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI',
+           'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
+TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
+
+def project_root(start:Path|None=None) -> Path: # where to look from (default: the working folder)
+    "The nearest folder at or above `start` that holds `settings.ini` or `.git`; `start` itself when none does."
+    start = Path(start or Path.cwd()).resolve()
+    return next((p for p in (start, *start.parents) if (p/"settings.ini").exists() or (p/".git").exists()), start)
+
 def run_until(stage:str, # the stage under test: every stage before it is run
               cfg:Config|None=None, # the config to run (default: the shipped demo config)
+              name:str|None=None, # a notebook's own run, kept in runs/<name>; None: a temporary one
               **overrides # dotted-key overrides, e.g. `**{"train.max_steps": 30}`
              ) -> Run:
-    "A new run in a temporary folder (removed when Python exits) with every stage before `stage` done."
-    from llm_nb.pipeline import STAGES  # the one place that knows the order; lazy: it imports every stage
+    "A run with every stage before `stage` done: kept in `runs/<name>` at the project root, or temporary."
+    from llm_nb.pipeline import STAGES, run_pipeline  # the one place that knows the order; lazy: it imports every stage
     names = list(STAGES)
     if stage not in names: raise ValueError(f"unknown stage {stage!r}; stages are {names}")
-    root = tempfile.mkdtemp(prefix="llm_nb-test-")
-    atexit.register(shutil.rmtree, root, True)
+    keep, before = bool(name) and not os.environ.get(TEMP_RUNS), names[:names.index(stage)]
+    root = str(project_root()/"runs") if keep else tempfile.mkdtemp(prefix="llm_nb-test-")
+    if not keep: atexit.register(shutil.rmtree, root, True)
     base = cfg.model_dump() if cfg is not None else demo_config().model_dump()
-    run = Run.create(load_config(base, **{**overrides, "run.root": root}))
-    for s in names[:names.index(stage)]: STAGES[s](run.cfg, run)
+    cfg = load_config(base, **{**overrides, "run.root": root, **({"run.name": name} if name else {})})
+    if keep and before:  # stages whose recorded result still holds are skipped
+        run = run_pipeline(cfg, before)
+        print(f"run_until: this notebook's run is {run.dir} (kept; the stages before {stage} are done)")
+        return run
+    run = Run.create(cfg)
+    for s in before: STAGES[s](run.cfg, run)
     return run
 
 # %% ../nbs/04_testing.ipynb #te-text-only2

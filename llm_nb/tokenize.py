@@ -264,13 +264,13 @@ def _chat_examples(ids, tc, name:str, grouped:bool):
 def make_examples(ids, # one side's tokenized records: input_ids, labels (and fate, from `tokenize_records`)
                   tc, # `Config.tokenize`
                   name:str, # the side
-                  grouped_by:int=0 # 0: conversations packed; n: one per example, batched n by n in order of length
+                  grouped:bool=False # conversations one per example, to be batched by length (else packed)
                  ) -> tuple:
     "The side's examples (text examples first, then conversations) and its counts."
     from datasets import Dataset, Features, List, Value, concatenate_datasets
     fate = ids.with_format("arrow")[:]["fate"].to_numpy(zero_copy_only=False) if "fate" in ids.column_names else None
     is_text = np.ones(len(ids), bool) if fate is None else fate == "text"
-    kinds = ((is_text, _text_examples), (~is_text, partial(_chat_examples, grouped=bool(grouped_by))))
+    kinds = ((is_text, _text_examples), (~is_text, partial(_chat_examples, grouped=grouped)))
     feats = Features({k: List(Value("int64")) for k in EXAMPLE_COLUMNS})
     made = (make(ids.select(np.flatnonzero(rows)), tc, name) for rows, make in kinds if rows.any())
     parts = [p.cast(feats) for p in made if len(p)]  # (a map that yields no row keeps its input's columns)
@@ -278,9 +278,7 @@ def make_examples(ids, # one side's tokenized records: input_ids, labels (and fa
     lengths = token_lengths(ex)
     n = int(lengths.sum())
     counts = dict(records=len(ids), tokens=int(token_lengths(ids).sum()), examples=len(ex), tokens_in_examples=n)
-    if grouped_by:  # the Trainer's length-grouped sampler reads the `length` column
-        ex = ex.add_column("length", lengths.tolist())
-        if len(ex): counts["padding_share"] = round(grouped_padding(lengths, grouped_by), 4)
+    if grouped: ex = ex.add_column("length", lengths.tolist())  # what the Trainer's length-grouped sampler reads
     elif tc.pack and len(ex): counts["padding_share"] = round(1 - n / (len(ex) * tc.max_length), 4)
     return ex, counts
 
@@ -362,9 +360,8 @@ def run_tokenize(cfg, run) -> dict:
                                                 f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
     split = _split_records(lengths, tc, cfg.run.seed)
-    batches = chat_batches(cfg) if template else "packed"
-    group = cfg.train.batch_size if batches == "grouped" else 0
-    done = {name: make_examples(ids.select(ix), tc, name, group) for name, ix in split.items()}
+    batches = chat_batches(cfg) if template else "packed"  # (train's batch size is not read: a new one keeps the tokens)
+    done = {name: make_examples(ids.select(ix), tc, name, batches == "grouped") for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
     for name, (ex, _) in done.items(): save_split(ex, out/name)
@@ -378,7 +375,6 @@ def run_tokenize(cfg, run) -> dict:
         talk["batches"] = batches
         print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
               f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
-              f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches} "
-              f"({counts['train'].get('padding_share', 0):.1%} padding in training batches)")
+              f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches}")
     run.record("tokenize", outputs=[out], counts=counts)
     return counts

@@ -4,7 +4,7 @@
 
 # %% ../nbs/23_track.ipynb #t0000005
 from __future__ import annotations
-import contextlib, csv, functools, io, json, netrc, os, threading, time
+import contextlib, csv, functools, html, io, json, math, netrc, os, threading, time
 from pathlib import Path
 import psutil
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import
@@ -16,8 +16,8 @@ from .run import in_jupyter, is_main_process, write_text_atomic
 
 # %% auto #0
 __all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
-           'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags', 'start_wandb', 'wandb_summary',
-           'score_rows', 'log_scores']
+           'svg_panel', 'svg_dashboard', 'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags',
+           'start_wandb', 'wandb_summary', 'score_rows', 'log_scores']
 
 # %% ../nbs/23_track.ipynb #t0000007
 def system_reading(proc:psutil.Process, # the process whose CPU and memory count (this one)
@@ -158,6 +158,77 @@ def figure_png(fig) -> bytes: # a `matplotlib.figure.Figure`
     fig.savefig(buf, format="png")
     return buf.getvalue()
 
+# %% ../nbs/23_track.ipynb #lv000002
+_W, _H, _PAD = 300, 170, 34  # one panel: width, height, room for the axis labels
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
+
+def _fmt(v:float) -> str:
+    "A short number for an axis label."
+    if 1e3 <= abs(v) < 1e7: return f"{v:,.0f}"
+    return f"{v:.3g}" if 1e-3 <= abs(v) < 1e3 or v == 0 else f"{v:.1e}"
+
+def _runs(pts:list) -> list[list]:
+    "`pts` ((x, y|None), ...) cut into runs without a None: a missing value is a gap, not a zero."
+    out, cur = [], []
+    for x, y in pts:
+        if y is not None and math.isfinite(y): cur.append((x, y))
+        elif cur: out, cur = out + [cur], []
+    return out + ([cur] if cur else [])
+
+def svg_panel(name:str, # the panel's title
+              series:list, # (label, [(x, y|None), ...]) each
+              xlabel:str # what x counts
+             ) -> str:
+    "One panel as an SVG group: its frame, each series as polylines (gaps where a value is missing), the ranges."
+    pts = [p for _, s in series for p in s if p[1] is not None and math.isfinite(p[1])]
+    g = [f'<rect width="{_W - 8}" height="{_H - 8}" fill="white" stroke="#ccc"/>',
+         f'<text x="{_W / 2 - 4}" y="14" text-anchor="middle" font-size="12">{html.escape(name)}</text>']
+    if not pts: return "".join(g + [f'<text x="{_W / 2 - 4}" y="{_H / 2}" text-anchor="middle" font-size="10" fill="#999">no data yet</text>'])
+    (x0, x1), (y0, y1) = [(min(v), max(v)) for v in zip(*pts)]
+    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + abs(y0) * 0.1 + 1e-9)
+    left, top, w, h = _PAD + 8, 22, _W - _PAD - 24, _H - 56
+    sx = lambda x: left + (x - x0) / (x1 - x0) * w
+    sy = lambda y: top + (y1 - y) / (y1 - y0) * h
+    for i, (label, s) in enumerate(series):
+        step = max(1, len(s) // 400)  # at most ~400 points a line: the browser draws, the kernel only writes
+        kept = s[::step] if (len(s) - 1) % step == 0 else s[::step] + s[-1:]  # the last point always
+        for run in _runs(kept):
+            line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in run)
+            g.append(f'<polyline points="{line}" fill="none" stroke="{_COLORS[i % 4]}" stroke-width="1.5"'
+                     + (' stroke-dasharray="4 2"' if i else "") + "/>")
+            if len(run) == 1: g.append(f'<circle cx="{sx(run[0][0]):.1f}" cy="{sy(run[0][1]):.1f}" r="2" fill="{_COLORS[i % 4]}"/>')
+    last = [(label, s[-1][1]) for label, s in series if s and s[-1][1] is not None]
+    g += [f'<text x="{left - 3}" y="{top + 4}" text-anchor="end" font-size="9">{_fmt(y1)}</text>',
+          f'<text x="{left - 3}" y="{top + h}" text-anchor="end" font-size="9">{_fmt(y0)}</text>',
+          f'<text x="{left}" y="{top + h + 12}" font-size="9">{_fmt(x0)}</text>',
+          f'<text x="{left + w}" y="{top + h + 12}" text-anchor="end" font-size="9">{_fmt(x1)} {xlabel}</text>',
+          f'<text x="{left}" y="{_H - 14}" font-size="9" fill="#333">'
+          + html.escape("  ".join(f"{l or 'last'}: {_fmt(v)}" for l, v in last)) + "</text>"]
+    return "".join(g)
+
+def svg_dashboard(rows:list, # `log_row` rows
+                  samples:list, # `SystemSampler.samples`
+                  title:str="training", # the picture's title
+                  note:str="" # a line under it, in red: why the run stopped
+                 ) -> str:
+    "The six panels of `plot_dashboard` as one SVG document, written directly: a few milliseconds, not a render."
+    by_step = lambda key: [(r["step"], r.get(key)) for r in rows if key in r]
+    t0 = samples[0]["time"] if samples else 0
+    mem, use = _system_panels(samples)
+    by_time = lambda series: [(label, [(s["time"] - t0, s[k] * scale if s.get(k) is not None else None) for s in samples])
+                              for k, scale, label in series]
+    panels = [("loss", [("train", by_step("loss")), ("eval", by_step("eval_loss"))], "step"),
+              ("learning rate", [(None, by_step("learning_rate"))], "step"),
+              ("gradient norm", [(None, by_step("grad_norm"))], "step"),
+              ("tokens/s", [(None, by_step("tokens_per_s"))], "step"),
+              ("memory (GiB)", by_time(mem), "s"), ("utilization (%)", by_time(use), "s")]
+    body = [f'<g transform="translate({(i % 3) * _W},{32 + (i // 3) * _H})">{svg_panel(n, [(l, s) for l, s in ser if s], x)}</g>'
+            for i, (n, ser, x) in enumerate(panels)]
+    head = f'<text x="{_W * 1.5}" y="20" text-anchor="middle" font-size="14">{html.escape(title)}</text>'
+    if note: head += f'<text x="{_W * 1.5}" y="{32 + 2 * _H + 14}" text-anchor="middle" font-size="12" fill="#b00020">{html.escape(note)}</text>'
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * _W}" height="{2 * _H + 32 + 20 * bool(note)}" '
+            f'font-family="sans-serif">{head}{"".join(body)}</svg>')
+
 # %% ../nbs/23_track.ipynb #t0000031
 class LiveDashboard(TrainerCallback):
     "Trainer logs with tokens/s and system readings, redrawn in place while training runs and written to `out_dir`."
@@ -172,6 +243,7 @@ class LiveDashboard(TrainerCallback):
         self.live = in_jupyter() if self.cfg.live == "auto" else self.cfg.live
         self.sampler = sampler or SystemSampler(self.cfg.sample_s, self.cfg.gpus)
         self.rows, self.handle, self.redraws, self.next_draw, self.done = [], None, 0, 0.0, False
+        self.max_steps, self.note = 0, ""
 
     def on_train_begin(self, args, state, control, **kw):
         if not state.is_world_process_zero: return
@@ -180,6 +252,7 @@ class LiveDashboard(TrainerCallback):
         self.rows = [r for r in old if r["step"] <= state.global_step]  # a fresh start keeps none
         write_text_atomic(self.series, "".join(json.dumps(r) + "\n" for r in self.rows))  # a kill keeps old or new
         self.t0, self.since, self.done = time.time(), (state.global_step, 0.0), False
+        self.max_steps = getattr(state, "max_steps", 0)
         self.sampler.start()
 
     def on_log(self, args, state, control, logs=None, **kw):
@@ -202,17 +275,25 @@ class LiveDashboard(TrainerCallback):
     def series(self) -> Path: return self.out/"series.jsonl"
 
     @property
-    def title(self) -> str: return f"{self.out.parent.name}: step {self.rows[-1]['step'] if self.rows else 0}"
+    def title(self) -> str:
+        step = self.rows[-1]["step"] if self.rows else 0
+        return f"{self.out.parent.name}: step {step}" + (f" of {self.max_steps}" if self.max_steps else "")
+
+    def stopped(self, why:str) -> None: # what stopped the run, as the reader should see it
+        "Say on the dashboard why training stopped, and write the files as they are (once; rank 0)."
+        if self.done or not self.rows or not is_main_process(): return  # finished, or never began: nothing to say
+        self.note = why
+        self.finish()
 
 # %% ../nbs/23_track.ipynb #t0000033
 @patch
 def redraw(self:LiveDashboard, png:bytes|None=None): # the picture, if already rendered
-    "Show the dashboard's current picture (in place after the first), and schedule the next redraw."
-    from IPython.display import Image, display
+    "Show the dashboard (the SVG while training runs; the final PNG), in place after the first, and schedule the next."
+    from IPython.display import display
     t = time.perf_counter()
-    img = Image(png or figure_png(plot_dashboard(self.rows, self.sampler.samples, self.title)))
-    if self.handle is None: self.handle = display(img, display_id=True)
-    else: self.handle.update(img)
+    shown = {"image/png": png} if png else {"image/svg+xml": svg_dashboard(self.rows, self.sampler.samples, self.title, self.note)}
+    if self.handle is None: self.handle = display(shown, raw=True, display_id=True)
+    else: self.handle.update(shown, raw=True)
     cost = time.perf_counter() - t
     self.redraws += 1
     self.next_draw = time.time() + max(self.cfg.redraw_s, cost / self.cfg.redraw_budget)
@@ -220,7 +301,8 @@ def redraw(self:LiveDashboard, png:bytes|None=None): # the picture, if already r
 @patch
 def finish(self:LiveDashboard) -> dict:
     "Write series.csv, system.csv and dashboard.png (and show it, live); returns their paths."
-    png = figure_png(plot_dashboard(self.rows, self.sampler.samples, self.title))
+    title = f"{self.title}: {self.note}" if self.note else self.title
+    png = figure_png(plot_dashboard(self.rows, self.sampler.samples, title))
     (self.out/"dashboard.png").write_bytes(png)
     paths = dict(series=write_csv(self.rows, self.out/"series.csv"), png=self.out/"dashboard.png",
                  system=write_csv(self.sampler.samples, self.out/"system.csv"))

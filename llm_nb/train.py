@@ -6,6 +6,7 @@
 from __future__ import annotations
 import contextlib, hashlib, io, json, math, os, re, shutil
 from pathlib import Path
+import numpy as np
 import torch
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import,
     from transformers import TrainerCallback  # into the output of every command (`llm_nb env` prints JSON)
@@ -16,7 +17,7 @@ from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wa
 from .deepspeed_config import batch_plan, clear_stale_locks, deepspeed_config, world_size
 from .model import add_lora, base_model_path, count_params, load_model, load_tokenizer
 from .env import env_report, resolve_loading
-from .tokenize import collate_samples, set_padding_side
+from .tokenize import collate_samples, grouped_padding, set_padding_side
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'check_optimizer', 'training_args', 'train_fingerprint',
@@ -158,7 +159,15 @@ class GuardedTrainer(SFTTrainer):
     "TRL's `SFTTrainer` acting on NaN/inf losses by `nan_policy`, and able to resume at a scaled learning rate."
     def __init__(self, *a, nan_policy:str="stop", lr_scale:float=1.0, **kw):
         super().__init__(*a, **kw)
-        self.nan_policy, self.lr_scale, self.nan_events, self._skip = nan_policy, lr_scale, [], False
+        self.nan_policy, self.lr_scale, self.nan_events, self._skip, self._logged = nan_policy, lr_scale, [], False, 0
+
+    def log(self, logs:dict, *a, **kw):
+        "The Trainer's log, but a window holding a skipped step logs its steps, not a loss and gradient norm of 0."
+        if "loss" in logs:
+            skipped = [e["step"] for e in self.nan_events if e["action"] == "skip" and e["step"] > self._logged]
+            if skipped: logs = {k: v for k, v in logs.items() if k not in ("loss", "grad_norm")} | {"skipped_steps": skipped}
+            self._logged = self.state.global_step
+        return super().log(logs, *a, **kw)
 
     def compute_loss(self, model, inputs, *a, **kw):
         "The loss; a non-finite training loss raises `NanLoss` (stop, rollback) or gives a zero gradient (skip)."
@@ -253,6 +262,7 @@ def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
             events[-1].update(rolled_back_to=ckpt.name if ckpt else "start", lr_scale=scale)
             back = ckpt.name if ckpt else "the start"
             print(f"train: NaN at step {e.step}: back to {back}, learning rate × {scale:g}")
+            dash.note = f"NaN at step {e.step}: rolled back to {back}, learning rate × {scale:g}"
 
 def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
     "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
@@ -261,6 +271,12 @@ def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
     tokens = batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
     dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
     try: return _attempts(cfg, run, out, ckpt, dash, drill)
+    except BaseException as e:  # the dashboard says why, rather than stay at its last picture
+        step = dash.rows[-1]["step"] if dash.rows else 0
+        dash.stopped(f"stopped: NaN loss at step {e.step} (train.nan_policy: {cfg.train.nan_policy})"
+                     if isinstance(e, NanLoss) else f"stopped: interrupted after step {step}"
+                     if isinstance(e, KeyboardInterrupt) else f"stopped after step {step}: {type(e).__name__}")
+        raise
     finally: dash.sampler.stop()  # a training that failed leaves no sampling thread behind
 
 # %% ../nbs/24_train.ipynb #d0000006
@@ -275,11 +291,14 @@ def save_adapter(trainer, # a trained `Trainer`
 
 # %% ../nbs/24_train.ipynb #617cdfe5
 def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
-    "Steps, first and last logged loss, eval loss, parameter counts, tokens seen and NaN events, for the report."
+    "Steps, first and last logged loss, eval loss, parameter counts, tokens seen, NaN events (and batches' padding)."
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    steps, a = trainer.state.global_step, trainer.args
+    steps, a, ds = trainer.state.global_step, trainer.args, trainer.train_dataset
+    pad = {"padding_share": round(grouped_padding(np.array(ds["length"]), a.per_device_train_batch_size, a.seed), 4)} \
+          if "length" in ds.column_names else {}  # conversations one per example, batched by length
     return dict(steps=steps, first_loss=losses[0], last_loss=losses[-1], train_loss=res.training_loss,
                 eval_loss=ev.get("eval_loss"), nan_events=len(events), world_size=a.world_size,
+                **pad,
                 **{f"params_{k}": v for k, v in count_params(trainer.model).items()},
                 tokens_seen=steps * a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
                 * cfg.tokenize.max_length)

@@ -75,7 +75,7 @@ def test_long_conversations_cut_after_an_answer(chat_run):
     talk = c["conversations"]
     assert talk["records"] == 120 and talk["truncated"] >= 5 and talk["kept"] + talk["truncated"] == 120, talk
     assert 0 < talk["trained_tokens"] < talk["tokens"] / 2, talk
-    assert talk["batches"] == "grouped" and c["train"]["padding_share"] < 0.1, c["train"]  # auto on a CPU: SDPA
+    assert talk["batches"] == "grouped" and "padding_share" not in c["train"], c["train"]  # auto on a CPU: SDPA
     tok = load_tokenizer(str(chat_run.dir/"tokenize"/"tokenizer"))
     for ex in load_from_disk(str(chat_run.dir/"tokenize"/"train")):
         assert len(ex["input_ids"]) <= 64

@@ -15,6 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline
+export LLM_NB_TEMP_RUNS=1  # a notebook's own run (run_until(..., name=...)) goes to a temporary folder, not runs/
 # DeepSpeed builds its CPU ops once per venv (the build is tied to the venv's torch and paths), here, where no other
 # checkout's run can hold a lock; a lock left by a killed earlier run of this checkout would hold DeepSpeed forever
 if [ -z "${TORCH_EXTENSIONS_DIR:-}" ]; then
@@ -52,7 +53,7 @@ phase "sync checks and Slurm"
 # ones; their code outside a kernel is what pytest drives (tests/test_train.py, test_launch.py, test_serve.py,
 # test_vllm.py, test_cli.py). They took 2,009 of the 2,418 notebook-seconds of the kernel run of CI at 7f39755, and
 # as many again under nbdev_test. NBDEV_TEST=all runs every notebook under nbdev_test too.
-KERNEL_ONLY='24_train|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
+KERNEL_ONLY='00_quickstart|24_train|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
 [ "${NBDEV_TEST:-}" = all ] && KERNEL_ONLY='[_.]'
 nb_names=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n')
 nb_total=$(echo "$nb_names" | wc -l)
