@@ -6,10 +6,10 @@
 from __future__ import annotations
 import hashlib, json, math
 from collections import Counter
+from functools import partial
 from pathlib import Path
 import numpy as np
 import torch
-from functools import partial
 from .config import ConfigError
 from .env import resolve_loading
 from .records import TURN_MARK, decode_turns

@@ -175,6 +175,11 @@ def _runs(pts:list) -> list[list]:
         elif cur: out, cur = out + [cur], []
     return out + ([cur] if cur else [])
 
+def _text(x:float, y:float, s:str, size:int=9, anchor:str="", fill:str="") -> str:
+    "An SVG text element at (x, y), escaped."
+    a, f = f' text-anchor="{anchor}"' * bool(anchor), f' fill="{fill}"' * bool(fill)
+    return f'<text x="{x}" y="{y}"{a} font-size="{size}"{f}>{html.escape(s)}</text>'
+
 def svg_panel(name:str, # the panel's title
               series:list, # (label, [(x, y|None), ...]) each
               xlabel:str # what x counts
@@ -182,28 +187,26 @@ def svg_panel(name:str, # the panel's title
     "One panel as an SVG group: its frame, each series as polylines (gaps where a value is missing), the ranges."
     pts = [p for _, s in series for p in s if p[1] is not None and math.isfinite(p[1])]
     g = [f'<rect width="{_W - 8}" height="{_H - 8}" fill="white" stroke="#ccc"/>',
-         f'<text x="{_W / 2 - 4}" y="14" text-anchor="middle" font-size="12">{html.escape(name)}</text>']
-    if not pts: return "".join(g + [f'<text x="{_W / 2 - 4}" y="{_H / 2}" text-anchor="middle" font-size="10" fill="#999">no data yet</text>'])
+         _text(_W / 2 - 4, 14, name, 12, "middle")]
+    if not pts: return "".join(g + [_text(_W / 2 - 4, _H / 2, "no data yet", 10, "middle", "#999")])
     (x0, x1), (y0, y1) = [(min(v), max(v)) for v in zip(*pts)]
     x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + abs(y0) * 0.1 + 1e-9)
     left, top, w, h = _PAD + 8, 22, _W - _PAD - 24, _H - 56
     sx = lambda x: left + (x - x0) / (x1 - x0) * w
     sy = lambda y: top + (y1 - y) / (y1 - y0) * h
     for i, (label, s) in enumerate(series):
-        step = max(1, len(s) // 400)  # at most ~400 points a line: the browser draws, the kernel only writes
+        color, step = _COLORS[i % 4], max(1, len(s) // 400)  # ~400 points a line at most: the browser draws
         kept = s[::step] if (len(s) - 1) % step == 0 else s[::step] + s[-1:]  # the last point always
         for run in _runs(kept):
             line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in run)
-            g.append(f'<polyline points="{line}" fill="none" stroke="{_COLORS[i % 4]}" stroke-width="1.5"'
+            g.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="1.5"'
                      + (' stroke-dasharray="4 2"' if i else "") + "/>")
-            if len(run) == 1: g.append(f'<circle cx="{sx(run[0][0]):.1f}" cy="{sy(run[0][1]):.1f}" r="2" fill="{_COLORS[i % 4]}"/>')
-    last = [(label, s[-1][1]) for label, s in series if s and s[-1][1] is not None]
-    g += [f'<text x="{left - 3}" y="{top + 4}" text-anchor="end" font-size="9">{_fmt(y1)}</text>',
-          f'<text x="{left - 3}" y="{top + h}" text-anchor="end" font-size="9">{_fmt(y0)}</text>',
-          f'<text x="{left}" y="{top + h + 12}" font-size="9">{_fmt(x0)}</text>',
-          f'<text x="{left + w}" y="{top + h + 12}" text-anchor="end" font-size="9">{_fmt(x1)} {xlabel}</text>',
-          f'<text x="{left}" y="{_H - 14}" font-size="9" fill="#333">'
-          + html.escape("  ".join(f"{l or 'last'}: {_fmt(v)}" for l, v in last)) + "</text>"]
+            if len(run) == 1:  # a lone point: a dot, since a polyline of one point draws nothing
+                g.append(f'<circle cx="{sx(run[0][0]):.1f}" cy="{sy(run[0][1]):.1f}" r="2" fill="{color}"/>')
+    last = "  ".join(f"{label or 'last'}: {_fmt(s[-1][1])}" for label, s in series if s and s[-1][1] is not None)
+    g += [_text(left - 3, top + 4, _fmt(y1), anchor="end"), _text(left - 3, top + h, _fmt(y0), anchor="end"),
+          _text(left, top + h + 12, _fmt(x0)), _text(left + w, top + h + 12, f"{_fmt(x1)} {xlabel}", anchor="end"),
+          _text(left, _H - 14, last, fill="#333")]
     return "".join(g)
 
 def svg_dashboard(rows:list, # `log_row` rows
@@ -215,17 +218,17 @@ def svg_dashboard(rows:list, # `log_row` rows
     by_step = lambda key: [(r["step"], r.get(key)) for r in rows if key in r]
     t0 = samples[0]["time"] if samples else 0
     mem, use = _system_panels(samples)
-    by_time = lambda series: [(label, [(s["time"] - t0, s[k] * scale if s.get(k) is not None else None) for s in samples])
-                              for k, scale, label in series]
+    by_time = lambda series: [(label, [(s["time"] - t0, s[k] * scale if s.get(k) is not None else None)
+                                       for s in samples]) for k, scale, label in series]
     panels = [("loss", [("train", by_step("loss")), ("eval", by_step("eval_loss"))], "step"),
               ("learning rate", [(None, by_step("learning_rate"))], "step"),
               ("gradient norm", [(None, by_step("grad_norm"))], "step"),
               ("tokens/s", [(None, by_step("tokens_per_s"))], "step"),
               ("memory (GiB)", by_time(mem), "s"), ("utilization (%)", by_time(use), "s")]
-    body = [f'<g transform="translate({(i % 3) * _W},{32 + (i // 3) * _H})">{svg_panel(n, [(l, s) for l, s in ser if s], x)}</g>'
-            for i, (n, ser, x) in enumerate(panels)]
-    head = f'<text x="{_W * 1.5}" y="20" text-anchor="middle" font-size="14">{html.escape(title)}</text>'
-    if note: head += f'<text x="{_W * 1.5}" y="{32 + 2 * _H + 14}" text-anchor="middle" font-size="12" fill="#b00020">{html.escape(note)}</text>'
+    body = [f'<g transform="translate({(i % 3) * _W},{32 + (i // 3) * _H})">'
+            + svg_panel(n, [(l, s) for l, s in ser if s], x) + "</g>" for i, (n, ser, x) in enumerate(panels)]
+    head = _text(_W * 1.5, 20, title, 14, "middle")
+    if note: head += _text(_W * 1.5, 32 + 2 * _H + 14, note, 12, "middle", "#b00020")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * _W}" height="{2 * _H + 32 + 20 * bool(note)}" '
             f'font-family="sans-serif">{head}{"".join(body)}</svg>')
 
@@ -291,7 +294,8 @@ def redraw(self:LiveDashboard, png:bytes|None=None): # the picture, if already r
     "Show the dashboard (the SVG while training runs; the final PNG), in place after the first, and schedule the next."
     from IPython.display import display
     t = time.perf_counter()
-    shown = {"image/png": png} if png else {"image/svg+xml": svg_dashboard(self.rows, self.sampler.samples, self.title, self.note)}
+    live = lambda: svg_dashboard(self.rows, self.sampler.samples, self.title, self.note)
+    shown = {"image/png": png} if png else {"image/svg+xml": live()}
     if self.handle is None: self.handle = display(shown, raw=True, display_id=True)
     else: self.handle.update(shown, raw=True)
     cost = time.perf_counter() - t
