@@ -5,27 +5,28 @@
 # %% ../nbs/12_clean.ipynb #45845f1b
 from __future__ import annotations
 import importlib, json, re, threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
 from .env import cjk_fonts
-from .records import SCHEMA, TURN_MARK
+from .records import SCHEMA, TURN_MARK, decode_turns
 from .run import Stage, save_figure
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
            'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
-           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'NON_HAN_WORD', 'HAN_RUN', 'STEPS',
-           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN',
-           'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql',
-           'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh',
-           'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup',
-           'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs',
-           'near_decide', 'near_dedup_pass', 'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit',
-           'record_clean', 'clean_duckdb']
+           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES',
+           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc',
+           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words',
+           'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at',
+           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
+           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
+           'words_of', 'top_terms', 'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit', 'record_clean',
+           'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -514,19 +515,24 @@ def _lengths(con) -> tuple[dict, float]:
 
 # %% ../nbs/12_clean.ipynb #90cd9c33
 TOP_TERMS = 30  # rows of the top-terms table
-NON_HAN_WORD = r"[^\p{Han}\P{L}]{3,}"  # a term outside Han: three or more letters of other scripts
-HAN_RUN = r"\p{Han}{2,}"  # a run of Han characters, counted as its bigrams
+HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a run of Han characters (CJK ideographs)
+WORD = re.compile(r"[^\W\d_]{3,}")  # outside Han: three or more letters of any other script
 
-def _top_terms(con, sample:int) -> list:
-    "[(term, count)] of the TOP_TERMS most frequent terms in a sample of `sample` kept texts."
-    # the sample: the rows whose (file, line) hash lowest, the same whatever order the engine holds the rows in
-    return _query(con, f"""
-        WITH sampled AS (SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}),
-        terms AS (SELECT unnest(regexp_extract_all(lower(text), '{NON_HAN_WORD}')) AS term FROM sampled
-                  UNION ALL
-                  SELECT unnest(list_transform(range(1, length(run)), lambda i: substr(run, i, 2))) AS term
-                  FROM (SELECT unnest(regexp_extract_all(text, '{HAN_RUN}')) AS run FROM sampled))
-        SELECT term, count(*) AS n FROM terms GROUP BY 1 ORDER BY n DESC, term LIMIT {TOP_TERMS}""")
+def words_of(text:str) -> list[str]:
+    "The terms of one text: jieba's words of 2+ characters in each Han run, and the other scripts' words, lower-cased."
+    import rjieba  # here: only the stats need it (0.14 s to import, its dictionary included)
+    han = [w for run in HAN_RUN.findall(text) for w in rjieba.cut(run, hmm=False) if len(w) >= 2]  # dictionary words
+    return han + WORD.findall(HAN_RUN.sub(" ", text).lower())
+
+def top_terms(texts:list[str]) -> list:
+    "[(term, count)] of the TOP_TERMS most frequent terms in `texts` (a conversation counts its turns' contents)."
+    contents = lambda t: [d["content"] for d in decode_turns(t) or [dict(content=t)]]
+    counts = Counter(w for t in texts for part in contents(t) for w in words_of(part))
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TERMS]
+
+def _term_sample(con, sample:int) -> list[str]:
+    "`sample` kept texts: the rows whose (file, line) hash lowest, the same whatever order the engine holds them in."
+    return [t for (t,) in _query(con, f"SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}")]
 
 # %% ../nbs/12_clean.ipynb #2f36f903
 STEPS = ["sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
@@ -587,16 +593,19 @@ def _conversations(con) -> dict:
     return dict(kept=kept, turns=turns)
 
 def clean_stats(con, # a connection holding the stage's tables `scored`, `first_copies`, `near_dups` and `kept`
-                ccfg # the `clean` config section
+                ccfg, # the `clean` config section
+                terms:bool=True # count the top terms here (`write_outputs` counts them while DuckDB writes)
                ) -> dict:
     "Counts per step, PII and sensitive totals, length histogram and top terms, from the tables."
     rows_in, rows_out = _query(con, "SELECT (SELECT count(*) FROM scored), (SELECT count(*) FROM kept)")[0]
     by_reason = dict(_query(con, REASONS))
     hist, median = _lengths(con)
-    return dict(counts=_counts(rows_in, rows_out, by_reason), conversations=_conversations(con),
-                rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
-                sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
-                top_terms=_top_terms(con, ccfg.top_terms_sample), length_median=median)
+    stats = dict(counts=_counts(rows_in, rows_out, by_reason), conversations=_conversations(con),
+                 rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
+                 sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
+                 length_median=median)
+    if terms: stats["top_terms"] = top_terms(_term_sample(con, ccfg.top_terms_sample))
+    return stats
 
 # %% ../nbs/12_clean.ipynb #47fb386c
 TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
@@ -649,9 +658,12 @@ def _write_stats(con, stats:dict, out:Path) -> dict:
 def write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
     "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)
-    stats = dict(clean_stats(con, ccfg), engine=engine)
-    with ThreadPoolExecutor(1) as pool:  # matplotlib draws (Python) while DuckDB writes (its queries release the GIL)
-        plotted = pool.submit(plot_stats, stats, out/"stats.png")
+    stats, texts = dict(clean_stats(con, ccfg, terms=False), engine=engine), _term_sample(con, ccfg.top_terms_sample)
+    def terms_and_plot():  # Python's work (jieba's words, matplotlib) while DuckDB writes (its queries release the GIL)
+        stats["top_terms"] = top_terms(texts)
+        return plot_stats(stats, out/"stats.png")
+    with ThreadPoolExecutor(1) as pool:
+        plotted = pool.submit(terms_and_plot)
         _write_clean(con, out/"clean.parquet")
         _write_rejected(con, out/"rejected.parquet")
         plotted.result()

@@ -4,13 +4,13 @@
 
 # %% ../nbs/01_env.ipynb #7d64bae9
 from __future__ import annotations
-import contextlib, functools, importlib.util, importlib.metadata, os, platform, sys, warnings
+import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, sys, time, warnings
 import psutil
 
 # %% auto #0
-__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'CJK_FAMILIES', 'package_version', 'nvml_devices', 'gpu_readings',
-           'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly', 'cjk_font',
-           'cjk_fonts']
+__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'BAR_DELAY_S', 'CJK_FAMILIES', 'package_version', 'nvml_devices',
+           'gpu_readings', 'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly',
+           'DeepSpeedCpuNotice', 'delay_bars', 'cjk_font', 'cjk_fonts']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def package_version(pkg:str) -> str|None:
@@ -122,6 +122,31 @@ def peft_quietly():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
         yield
+
+# %% ../nbs/01_env.ipynb #b1da62ff
+class DeepSpeedCpuNotice(logging.Filter):
+    "Drops DeepSpeed's warning that it chose the CPU accelerator (added only where there is no NVIDIA driver)."
+    def filter(self, record): return not record.getMessage().startswith("Setting accelerator to CPU")
+
+if shutil.which("nvidia-smi") is None: logging.getLogger("DeepSpeed").addFilter(DeepSpeedCpuNotice())
+
+BAR_DELAY_S = 2.0  # a progress bar appears only once its work has lasted this long
+
+def delay_bars(seconds:float=BAR_DELAY_S # the `delay` of every tqdm bar that sets none; 0: at once, tqdm's own
+              ) -> None:
+    "Make `seconds` the default `delay` of every tqdm bar (tqdm.auto's, the notebook's and the others derive from it)."
+    from tqdm import std
+    std.tqdm.__init__ = functools.partialmethod(std.tqdm.__dict__["__init__"], delay=seconds)  # a partialmethod
+    # of a partialmethod is flattened: the new delay replaces the old one, and a call's own delay= wins over both
+    if not hasattr(std.tqdm, "refresh_at_once"):  # tqdm's refresh() draws at once, delay or not (set_description
+        std.tqdm.refresh_at_once = std.tqdm.refresh  # calls it: datasets' "Saving the dataset" bar did): not before
+        def refresh(self, *a, **kw):
+            start = getattr(self, "start_t", None)  # not yet set when __init__ draws a bar without delay
+            if getattr(self, "disable", False) or start is not None and time.time() < start + self.delay: return None
+            return self.refresh_at_once(*a, **kw)
+        std.tqdm.refresh = refresh
+
+if "TQDM_DELAY" not in os.environ: delay_bars()
 
 # %% ../nbs/01_env.ipynb #en000011
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Serif CJK SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei")  # in this order

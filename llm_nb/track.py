@@ -67,7 +67,7 @@ class SystemSampler:
         if not self.handles: _say_once(f"track: no GPU readings ({self.why or 'NVML sees no GPU'}): CPU, memory only")
         self.proc.cpu_percent()  # psutil's first call only starts the count
         self._stop.clear()
-        self.sample()
+        self.sample()["cpu"] = None  # CPU use over no interval yet is noise (the dashboard's first point read 738 %)
         self._thread = threading.Thread(target=self._loop, name="llm_nb-sampler", daemon=True)
         self._thread.start()
         return self
@@ -377,8 +377,8 @@ def wandb_summary(wb, # a run from `start_wandb`, or None
     if wb is None: return {}
     folder, mode = Path(wb.dir).parent, wb.settings.mode
     wb.finish()
-    upload = f" (upload it: wandb sync {folder})" if mode == "offline" else ""
-    print(f"{wb.job_type}: W&B {mode} run in {folder}{upload}")
+    where = f"; upload it: wandb sync {folder}" if mode == "offline" else f" in {folder}"  # the path once
+    print(f"{wb.job_type}: W&B {mode} run{where}")
     return dict(wandb=mode, wandb_dir=str(folder.relative_to(run_dir)))
 
 # %% ../nbs/23_track.ipynb #t0000071

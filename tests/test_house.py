@@ -1,7 +1,8 @@
 """The joins between modules, read from the code (AST): no module imports another's private names (bench/ included),
 no import cycle at module level, and a module imports the package's own modules inside a function only where the
-list below says why."""
-import ast
+list below says why. And every numbered notebook opens with its map: what Run All does and how long it takes here,
+where it writes, how to use the result, with links to headings that exist."""
+import ast, json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,3 +33,23 @@ def test_no_import_cycles_and_lazy_imports_only_where_listed():
     assert [m for m in MODULES if reaches(m, m)] == []
     inner = {(m, mod) for m, p in MODULES.items() for mod, _, at_top in own_imports(p) if not at_top and mod in MODULES}
     assert inner == set(LAZY), inner ^ set(LAZY)
+
+sys.path.insert(0, str(ROOT/"tools"))
+from run_nbs import stated_seconds
+
+def heading_ids(cells:list) -> set[str]:
+    "The anchors the docs site (pandoc) gives the notebook's markdown headings: lower case, punctuation dropped."
+    heads = [l.lstrip("#").strip() for c in cells if c["cell_type"] == "markdown"
+             for l in "".join(c["source"]).splitlines() if l.startswith("#")]
+    return {re.sub(r"[^\w\s-]", "", h.lower()).strip().replace(" ", "-") for h in heads}
+
+def test_every_numbered_notebook_opens_with_a_map():
+    bad = []
+    for nb in sorted((ROOT/"nbs").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells[:4])
+        if stated_seconds(nb) is None or "**Use it**" not in text and nb.stem != "00_quickstart":
+            bad.append(f"{nb.name}: no map (\"**Run All: about N s**\" ... \"**Use it**\") in its first cells")
+        missing = set(re.findall(r"\]\(#([^)]+)\)", text)) - heading_ids(cells)
+        if missing: bad.append(f"{nb.name}: its map links to {sorted(missing)}, which no heading is")
+    assert bad == [], "\n".join(bad)

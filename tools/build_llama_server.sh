@@ -16,6 +16,7 @@ dest="$CACHE/bin/llama-server-$LLAMA_CPP_VERSION-$key"
 if [ ! -x "$dest/llama-server" ] || [ ! -f "$dest/libllama.so" ]; then
   command -v cmake >/dev/null || python -m pip install -q cmake  # no system cmake: the PyPI one, into the active venv
   echo "building llama.cpp $LLAMA_CPP_VERSION: llama-server + shared libraries (portable, cached afterwards in $dest)" >&2
+  t0=$(date +%s)
   build="$CACHE/build/llama-server-$key"
   rm -rf "$build" && mkdir -p "$build"
   # Ninja where there is one: it compiles a target's objects while the libraries it links are still being built
@@ -27,6 +28,7 @@ if [ ! -x "$dest/llama-server" ] || [ ! -f "$dest/libllama.so" ]; then
   "$dest.tmp/llama-server" --version >>"$build.log" 2>&1 || { tail -5 "$build.log" >&2; exit 1; }  # libraries via $ORIGIN
   rm -rf "$dest" && mv "$dest.tmp" "$dest"
   rm -rf "$build"
+  echo "llama.cpp built in $(( $(date +%s) - t0 ))s" >&2
 fi
 # llm_nb.serve takes the last llama-server-$VERSION-* in sorted order: keep only this build
 for d in "$CACHE/bin/llama-server-$LLAMA_CPP_VERSION-"*; do [ "$d" = "$dest" ] || rm -rf "$d"; done

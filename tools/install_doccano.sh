@@ -19,7 +19,7 @@ if [ ! -f "$venv/.llm_nb-ok" ]; then
          "set DOCCANO_PYTHON to one" >&2
     exit 1
   fi
-  echo "making the Doccano venv $venv (doccano $DOCCANO_VERSION, ~0.7 GB, ~40 s)" >&2
+  echo "making the Doccano venv $venv (doccano $DOCCANO_VERSION, ~0.7 GB, ~90 s)" >&2
   rm -rf "$venv"
   "$PY" -m venv "$venv"
   "$venv/bin/python" -m pip install -q "doccano==$DOCCANO_VERSION" "marshmallow<4" "numpy<2" >&2

