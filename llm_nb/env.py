@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_env.ipynb #7d64bae9
 from __future__ import annotations
-import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, sys, time, warnings
+import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, sys, warnings
 import psutil
 
 # %% auto #0
@@ -142,7 +142,7 @@ def delay_bars(seconds:float=BAR_DELAY_S # the `delay` of every tqdm bar that se
         std.tqdm.refresh_at_once = std.tqdm.refresh  # calls it: datasets' "Saving the dataset" bar did): not before
         def refresh(self, *a, **kw):
             start = getattr(self, "start_t", None)  # not yet set when __init__ draws a bar without delay
-            if getattr(self, "disable", False) or start is not None and time.time() < start + self.delay: return None
+            if getattr(self, "disable", False) or start is not None and self._time() < start + self.delay: return None
             return self.refresh_at_once(*a, **kw)
         std.tqdm.refresh = refresh
 

@@ -6,6 +6,8 @@ import ast, json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT/"tools"))
+from run_nbs import stated_seconds  # the map's time, as the notebook runner reads it
 MODULES = {p.stem: p for p in (ROOT/"llm_nb").glob("*.py") if p.stem not in ("__init__", "_modidx")}
 LAZY = {("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage"}
 
@@ -33,9 +35,6 @@ def test_no_import_cycles_and_lazy_imports_only_where_listed():
     assert [m for m in MODULES if reaches(m, m)] == []
     inner = {(m, mod) for m, p in MODULES.items() for mod, _, at_top in own_imports(p) if not at_top and mod in MODULES}
     assert inner == set(LAZY), inner ^ set(LAZY)
-
-sys.path.insert(0, str(ROOT/"tools"))
-from run_nbs import stated_seconds
 
 def heading_ids(cells:list) -> set[str]:
     "The anchors the docs site (pandoc) gives the notebook's markdown headings: lower case, punctuation dropped."

@@ -79,9 +79,10 @@ def main(argv=None) -> int:
     ok, off = 0, []
     if a.save: Path(a.save).mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(a.workers) as pool:
-        for name, passed, secs, report in pool.map(run_one, nbs, [a.timeout] * len(nbs), [a.save] * len(nbs)):
+        runs = pool.map(run_one, nbs, [a.timeout] * len(nbs), [a.save] * len(nbs))  # in the order of `nbs`
+        for path, (name, passed, secs, report) in zip(nbs, runs):
             ok += passed
-            stated = stated_seconds(next(p for p in nbs if Path(p).name == name))
+            stated = stated_seconds(path)
             said = f"; its map says about {stated} s" if stated else ""
             print(f"{'ok' if passed else 'FAILED'}: {name} in a real kernel ({secs:.0f}s{said})", flush=True)
             if stated and not stated / 2 <= secs <= stated * 2: off.append(f"{name} ({secs:.0f} s, says {stated} s)")
