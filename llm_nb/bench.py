@@ -746,7 +746,8 @@ def bench_server(cfg, # the run's config (its `bench` section)
                  run, # the run: its exported tokenizer and held-out split
                  server, # a started `Server`
                  out:Path, # folder for results.json and bench.png
-                 table:bool=True # print the whole summary (False: one line; a comparison table follows)
+                 table:bool=True, # print the whole summary (False: one line; a comparison table follows)
+                 answers:bool=True # ask the chat tasks' questions (False: the load only, e.g. a second on one server)
                 ) -> dict:
     "Benchmark a running `Server` with the run's prompts and tokenizer; print and return the summary."
     tok = load_tokenizer(str(run.input("export/merged")))
@@ -755,7 +756,7 @@ def bench_server(cfg, # the run's config (its `bench` section)
     print(format_summary(m) if table else m.get("failure") or
           f"bench: {server.engine}: {m['completed']} requests completed in {m['duration_s']:.2f} s, none failed")
     asked = {name: ask_chat(server.base_url, recs, max_tokens, server.model_name, server.headers)
-             for name, (recs, max_tokens) in chat_task_records(run, cfg.evaluate).items()}
+             for name, (recs, max_tokens) in (chat_task_records(run, cfg.evaluate) if answers else {}).items()}
     (out/"answers.json").unlink(missing_ok=True)  # an earlier benchmark's, in the same folder
     if asked:
         (out/"answers.json").write_text(json.dumps(asked, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -768,11 +769,12 @@ def bench_server(cfg, # the run's config (its `bench` section)
 @timed_stage("bench")
 def run_bench(cfg, # the run's config (its `bench` section)
               run, # the run: its exported tokenizer and held-out split
-              server # a started `Server`
+              server, # a started `Server`
+              answers:bool=True # ask the chat tasks' questions too (`bench_server`)
              ) -> dict:
     "Benchmark a running `Server`; write bench/results.json and bench/bench.png; record the summary in the manifest."
     out = run.stage_dir("bench")
-    m = bench_server(cfg, run, server, out)
+    m = bench_server(cfg, run, server, out, answers=answers)
     run.record("bench", inputs=[run.input("tokenize/eval"), *[p for p in served_files(cfg, run) if p.exists()]],
                outputs=[out/"results.json", out/"bench.png", *[p for p in [out/"answers.json"] if p.exists()]],
                counts={k: v for k, v in m.items() if k != "server_metrics"})

@@ -12,12 +12,13 @@ from .records import shape_of
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # %% auto #0
-__all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES', 'FIELD_FORMATS',
-           'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg', 'CleanCfg',
-           'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg', 'DeepSpeedCfg',
-           'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg', 'reachable_from_outside',
-           'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError', 'memory_bytes', 'keys_named', 'explain_error',
-           'load_config', 'to_yaml', 'expand', 'file_fields', 'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'DPO_LOSSES', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES',
+           'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg',
+           'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg',
+           'PreferenceCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg',
+           'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError',
+           'memory_bytes', 'keys_named', 'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields',
+           'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -78,6 +79,8 @@ class SynthCfg(Section):
     n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
     n_instructions: int = Field(0, ge=0)  # conversations about records of the same kinds (synth/chat/train.jsonl)
     n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
+    n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
+    n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
 
     @model_validator(mode="after")
     def _enough_records(self):
@@ -98,8 +101,9 @@ class SourceCfg(Section):
     # auto: by file extension
     format: Literal["auto", "jsonl", "json", "csv", "parquet", "text", "pdf", "html", "docx"] = "auto"
     text_field: str = "text"  # field or column holding the text (plain-text records)
-    # auto: the record's keys decide (messages, conversations, instruction, prompt: a conversation; else text_field)
-    shape: Literal["auto", "text", "messages", "sharegpt", "alpaca", "prompt_completion"] = "auto"
+    # auto: the record's keys decide (chosen: a preference pair; messages, conversations, instruction, prompt: a
+    # conversation; else text_field)
+    shape: Literal["auto", "text", "messages", "sharegpt", "alpaca", "prompt_completion", "preference"] = "auto"
     # text and PDF: one record per file, page (PDF), blank-line paragraph or line (of each page, in a PDF)
     text_unit: Literal["file", "page", "paragraph", "line"] = "file"
     tables: bool = True  # PDF, DOCX: each table its own record (Markdown); False: left in the text
@@ -312,6 +316,28 @@ class TrainCfg(Section):
                f"and {self.save_steps})")
         return self
 
+# %% ../nbs/00_config.ipynb #pf0c0002
+# TRL 1.16's DPOConfig.loss_type values for pairs (sigmoid: DPO; ipo: IPO; hinge: SLiC; robust: rDPO; ...)
+DPO_LOSSES = ("sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "bco_pair", "sppo_hard", "aot", "apo_zero",
+              "apo_down", "sigmoid_norm")
+
+class PreferenceCfg(Section):
+    "Preference tuning after SFT: DPO through TRL on the SFT adapter (off by default)."
+    method: Literal["off", "dpo"] = "off"
+    beta: float = Field(0.1, gt=0)  # how far the policy may move from the reference (the SFT model): lower = further
+    loss_type: Literal[DPO_LOSSES] = "sigmoid"
+    max_steps: int = Field(60, gt=0)
+    learning_rate: float = Field(5e-6, gt=0)  # DPO's usual for real models; the demo's tiny model uses far more
+    batch_size: int = Field(8, gt=0)  # pairs per device
+    grad_accum: int = Field(1, gt=0)
+    max_length: int = Field(0, ge=0)  # tokens of prompt + answer at most; 0 = tokenize.max_length
+    logging_steps: int = Field(5, gt=0)
+    save_steps: int = Field(0, ge=0)  # a checkpoint every N steps (resumed per train.resume); 0 = only the adapter
+    heldout: str = ""  # a JSONL of held-out pairs (`{run}` allowed); "" = eval_frac of the ingested pairs
+    eval_frac: float = Field(0.1, gt=0, lt=1)  # share of the pairs held out when `heldout` is empty
+    max_new_tokens: int = Field(32, gt=0)  # the greedy answers to held-out prompts (exact match) stop here
+
+
 # %% ../nbs/00_config.ipynb #0d5e1a02
 class DeepSpeedCfg(Section):
     "DeepSpeed ZeRO through the HF Trainer (off by default)."
@@ -435,7 +461,7 @@ class ServeCfg(Section):
     port: Port = 0  # 0 = any free port
     n_ctx: int = Field(512, gt=0)  # context per request (vLLM: --max-model-len)
     parallel: int = Field(4, gt=0)  # llama-server: requests decoded together (slots); vLLM batches by itself
-    threads: int = Field(0, ge=0)  # llama.cpp CPU threads; 0 = all cores
+    threads: int = Field(0, ge=0)  # llama.cpp CPU threads; 0 = $OMP_NUM_THREADS if set, else all cores
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # vLLM
     tensor_parallel_size: int = Field(1, gt=0)  # vLLM: GPUs per model
     dtype: str = "auto"  # vLLM --dtype
@@ -529,6 +555,7 @@ class Config(Section):
     lora: LoraCfg = LoraCfg()
     tokenize: TokenizeCfg = TokenizeCfg()
     train: TrainCfg = TrainCfg()
+    preference: PreferenceCfg = PreferenceCfg()
     deepspeed: DeepSpeedCfg = DeepSpeedCfg()
     launch: LaunchCfg = LaunchCfg()
     track: TrackCfg = TrackCfg()

@@ -18,8 +18,9 @@ from .chat import has_markers, stop_ids
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
            'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter',
            'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings', 'next_token_stats',
-           'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf',
-           'quality_markdown', 'plot_quality', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'run_export']
+           'held_out_blocks', 'llama_threads', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits',
+           'verify_gguf', 'quality_markdown', 'plot_quality', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
+           'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -138,6 +139,12 @@ def held_out_blocks(run, # the run whose tokenize/eval split to read
     return [list(b) for b in ds.select(range(min(n, len(ds))))["input_ids"]]
 
 # %% ../nbs/40_export.ipynb #c3e0c010
+def llama_threads(threads:int=0 # threads asked for; 0 = the default
+                 ) -> int:
+    "Threads for llama.cpp (one token and a batch alike): `threads`, else `$OMP_NUM_THREADS`, else every core."
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return threads or (int(omp) if omp.isdigit() else 0) or os.cpu_count() or 1
+
 def gguf_logits(llm, # a `llama_cpp.Llama` made with `logits_all=True`
                 ids:list[int] # token ids, at most its context length
                ) -> np.ndarray:
@@ -162,13 +169,13 @@ def hf_block_logits(model_dir:Path, # a transformers checkpoint
 
 def gguf_block_logits(path:Path, # a GGUF file
                       blocks:list[list[int]], # blocks of token ids
-                      threads:int=0 # 0 = all cores
+                      threads:int=0 # 0 = `llama_threads()`
                      ) -> tuple[list[np.ndarray], int]:
     "Logits of llama.cpp for each block of token ids, read from a GGUF file, and the file's parameter count."
     import llama_cpp
-    n = max(len(b) for b in blocks)
+    n, threads = max(len(b) for b in blocks), llama_threads(threads)
     llm = llama_cpp.Llama(str(path), n_ctx=n, n_batch=n, n_ubatch=n, logits_all=True, verbose=False,
-                          n_threads=threads or os.cpu_count() or 1)
+                          n_threads=threads, n_threads_batch=threads)
     try: return [gguf_logits(llm, b) for b in blocks], llama_cpp.llama_model_n_params(llm.model)
     finally: llm.close()
 
@@ -246,8 +253,9 @@ class GGUFModel(LogitsLM):
     "`LogitsLM` over a GGUF file, in-process with llama.cpp; generation keeps llama.cpp's KV cache between tokens."
     def __init__(self, path:Path, tokenizer, n_ctx:int=512, threads:int=0):
         import llama_cpp
+        threads = llama_threads(threads)
         self.llm = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, logits_all=True,
-                                   verbose=False, n_threads=threads or os.cpu_count() or 1)
+                                   verbose=False, n_threads=threads, n_threads_batch=threads)
         super().__init__(lambda ids: gguf_logits(self.llm, ids), tokenizer, n_ctx)
 
     def greedy(self, ids:list[int], max_new:int, stops:set|None=None) -> list[int]:

@@ -16,6 +16,7 @@ from .annotate import run_annotate
 from .model import run_model
 from .tokenize import run_tokenize
 from .train import run_train
+from .preference import run_preference
 from .evaluate import run_evaluate
 from .export import run_export
 from .serve_bench import run_serve_bench
@@ -26,7 +27,7 @@ __all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
 STAGES = {f.contract.name: f for f in (run_synth, run_ingest, run_clean, run_annotate, run_model, run_tokenize,
-                                       run_train, run_evaluate, run_export, run_serve_bench)}
+                                       run_train, run_preference, run_evaluate, run_export, run_serve_bench)}
 
 # %% ../nbs/90_pipeline.ipynb #ps000021
 def upstream(s:str # a name from `STAGES`

@@ -10,9 +10,10 @@ import pyarrow as pa
 
 # %% auto #0
 __all__ = ['SCHEMA', 'SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'TURN_MARK', 'ROLE_END',
-           'Event', 'check_text', 'escaped', 'shape_of', 'BadRecord', 'messages_turns', 'sharegpt_turns',
-           'alpaca_turns', 'prompt_completion_turns', 'check_turns', 'encode_turns', 'decode_turns',
-           'take_conversation', 'take_record', 'text_chunks']
+           'HH_SPEAKER', 'HH_ROLES', 'PAIR_ROLES', 'Event', 'check_text', 'escaped', 'shape_of', 'BadRecord',
+           'messages_turns', 'sharegpt_turns', 'alpaca_turns', 'prompt_completion_turns', 'check_turns', 'encode_turns',
+           'decode_turns', 'hh_turns', 'preference_turns', 'check_pair', 'pair_of', 'take_conversation', 'take_record',
+           'text_chunks']
 
 # %% ../nbs/07_records.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -46,7 +47,7 @@ def escaped(text:str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 # %% ../nbs/07_records.ipynb #cv000002
-SHAPE_KEYS = {"messages": "messages", "sharegpt": "conversations", "alpaca": "instruction",
+SHAPE_KEYS = {"preference": "chosen", "messages": "messages", "sharegpt": "conversations", "alpaca": "instruction",
               "prompt_completion": "prompt"}  # shape: the key that tells it, looked for in this order
 SHAPES = ("text", *SHAPE_KEYS)
 
@@ -172,6 +173,71 @@ def decode_turns(text:str) -> list[dict]|None:
     if not text.startswith(TURN_MARK): return None
     return [dict(zip(("role", "content"), t.split(ROLE_END, 1))) for t in text[1:].split(TURN_MARK)]
 
+# %% ../nbs/07_records.ipynb #pp000002
+HH_SPEAKER = re.compile(r"\n\n(Human|Assistant): ")  # how Anthropic HH-RLHF transcripts start each turn
+HH_ROLES = {"Human": "user", "Assistant": "assistant"}
+
+def hh_turns(text:str, # an HH transcript: "\n\nHuman: …\n\nAssistant: …"
+             key:str # the field holding it
+            ) -> list[tuple]:
+    "The turns of an Anthropic HH-RLHF transcript, each named by its field and turn number."
+    parts = HH_SPEAKER.split(text)
+    if parts[0].strip() or len(parts) < 3:
+        raise BadRecord(f"field '{key}' is neither a list of messages nor an HH transcript ('\\n\\nHuman: …')")
+    return [(f"{key} (turn {i})", HH_ROLES[who], said, {}) for i, (who, said) in enumerate(zip(parts[1::2], parts[2::2]))]
+
+
+# %% ../nbs/07_records.ipynb #pp000005
+def _answer_side(obj:dict, key:str) -> tuple:
+    "A side after an explicit prompt: a string, or a list of one assistant message."
+    if not isinstance(obj.get(key), list): return (key, "assistant", _get(obj, key), {})
+    turns = messages_turns(obj, key)
+    if [r for _, r, _, _ in turns] != ["assistant"]:
+        raise BadRecord(f"field '{key}' holds {len(turns)} turn(s) ({', '.join(r for _, r, _, _ in turns) or 'none'}), "
+                        "not one assistant answer")
+    return turns[0]
+
+def _whole_side(obj:dict, key:str) -> list[tuple]:
+    "A side that holds the whole conversation: a list of messages, or an HH transcript."
+    return messages_turns(obj, key) if isinstance(obj.get(key), list) else hh_turns(_get(obj, key), key)
+
+def preference_turns(obj:dict) -> list[tuple]:
+    "The turns of a preference pair: the prompt's, then the chosen answer, then the rejected one (both `assistant`)."
+    if "prompt" in obj:
+        p = obj["prompt"]
+        prompt = messages_turns(obj, "prompt") if isinstance(p, list) else [("prompt", "user", _get(obj, "prompt"), {})]
+        return prompt + [_answer_side(obj, "chosen"), _answer_side(obj, "rejected")]
+    c, r = _whole_side(obj, "chosen"), _whole_side(obj, "rejected")
+    for i, (a, b) in enumerate(zip(c[:-1], r[:-1])):
+        if a[1:3] != b[1:3]: raise BadRecord(f"field '{b[0]}': the prompt differs between chosen and rejected (turn {i})")
+    if len(c) != len(r): raise BadRecord(f"fields 'chosen' and 'rejected' have {len(c)} and {len(r)} turns: not one prompt")
+    return c[:-1] + [c[-1], r[-1]]
+
+
+# %% ../nbs/07_records.ipynb #pp000008
+PAIR_ROLES = ("chosen", "rejected")  # the roles of a stored pair's two answers, after its prompt's turns
+
+def check_pair(turns:list[tuple], # from `preference_turns`
+               policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+              ) -> tuple[list[tuple], bool]:
+    "The pair's turns checked (prompt + each answer as a conversation, answers that differ), answers renamed by `PAIR_ROLES`."
+    *prompt, c, r = turns
+    (*prompt, c), fixed_c = check_turns([*prompt, c], "chosen", policy)
+    (*_, r), fixed_r = check_turns([*prompt, r], "rejected", policy)
+    if c[2].strip() == r[2].strip(): raise BadRecord(f"fields '{c[0]}' and '{r[0]}': chosen and rejected are the same answer")
+    return [*prompt, (c[0], "chosen", c[2], c[3]), (r[0], "rejected", r[2], r[3])], fixed_c or fixed_r
+
+TURNS_OF["preference"], SHAPE_FIELDS["preference"] = preference_turns, {"prompt", "chosen", "rejected"}
+
+def pair_of(turns:list[dict] # a stored record's turns (`decode_turns`)
+           ) -> dict|None:
+    "TRL's conversational preference example {prompt, chosen, rejected} of a stored pair; None for a conversation."
+    if len(turns) < 3 or tuple(t["role"] for t in turns[-2:]) != PAIR_ROLES: return None
+    *prompt, c, r = turns
+    return dict(prompt=prompt, chosen=[dict(role="assistant", content=c["content"])],
+                rejected=[dict(role="assistant", content=r["content"])])
+
+
 # %% ../nbs/07_records.ipynb #b963cf75
 def take_conversation(obj:dict, # a parsed record of a conversation shape
                       shape:str, # one of `TURNS_OF`
@@ -185,7 +251,8 @@ def take_conversation(obj:dict, # a parsed record of a conversation shape
             try: obj = {**obj, key: json.loads(obj[key])}
             except json.JSONDecodeError as e:
                 raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e.msg})") from None
-        turns, repaired = check_turns(TURNS_OF[shape](obj), key, policy)
+        turns = TURNS_OF[shape](obj)
+        turns, repaired = check_pair(turns, policy) if shape == "preference" else check_turns(turns, key, policy)
     except BadRecord as e: return Event("bad", line, reason=str(e))
     meta = {k: v for k, v in obj.items() if k not in SHAPE_FIELDS[shape]}
     extras = {i: x for i, (*_, x) in enumerate(turns) if x}

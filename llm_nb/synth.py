@@ -15,11 +15,12 @@ from .env import cjk_font
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
            'MED_ADVICE', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
-           'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN', 'SYNTH',
-           'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image',
-           'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind', 'entity_spans', 'doccano_export',
-           'second_annotator', 'write_doccano_demo', 'instruction', 'conversation', 'make_instructions',
-           'write_instructions', 'run_synth']
+           'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN',
+           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant',
+           'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind',
+           'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo', 'instruction', 'conversation',
+           'make_instructions', 'write_chat_files', 'write_instructions', 'rejected_answer', 'preference_pair',
+           'make_preferences', 'write_preferences', 'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -116,11 +117,11 @@ class Draft(NamedTuple):
     kind: str  # a key of KINDS
     text: str
 
-def _drafts(n:int, r:random.Random) -> list[Draft]:
-    "`n` distinct drafts, each of a kind drawn by KIND_WEIGHTS."
+def _drafts(n:int, r:random.Random, weights:list=KIND_WEIGHTS) -> list[Draft]:
+    "`n` distinct drafts, each of a kind drawn by `weights` (default: `KIND_WEIGHTS`)."
     drafts, seen = [], set()
     while len(drafts) < n:
-        kind = r.choices(list(KINDS), weights=KIND_WEIGHTS)[0]
+        kind = r.choices(list(KINDS), weights=weights)[0]
         t = KINDS[kind](r)
         if t in seen: continue
         seen.add(t)
@@ -443,16 +444,63 @@ def make_instructions(n:int, # training conversations
     return [conversation(d, r) for d in drafts[:n]], held
 
 # %% ../nbs/03_synth.ipynb #si000006
+def write_chat_files(d:Path, # the synth folder
+                     files:dict # {file name: records}
+                    ) -> list[Path]:
+    "Each of `files` as JSON Lines in synth/chat/ (not read by the raw source's glob); their paths."
+    (c := d/"chat").mkdir(exist_ok=True)
+    for name, recs in files.items():
+        (c/name).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in recs), encoding="utf-8")
+    return [c/name for name in files]
+
 def write_instructions(d:Path, # the synth folder
                        s, # `Config.synth`: n_instructions, n_heldout_instructions
                        seed:int # the run's seed
                       ) -> list[Path]:
     "synth/chat/train.jsonl (the conversations) and synth/chat/heldout.jsonl (the held-out questions)."
-    (c := d/"chat").mkdir(exist_ok=True)
     train, held = make_instructions(s.n_instructions, s.n_heldout_instructions, seed)
-    for name, recs in (("train.jsonl", train), ("heldout.jsonl", held)):
-        (c/name).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in recs), encoding="utf-8")
-    return [c/"train.jsonl", c/"heldout.jsonl"]
+    return write_chat_files(d, {"train.jsonl": train, "heldout.jsonl": held})
+
+# %% ../nbs/03_synth.ipynb #sp000002
+LIST_MISTAKES = ("cut", "repeated", "other")  # wrong answers to a list question, drawn equally often
+PAIR_KIND_WEIGHTS = [1, 1, 1]  # the pairs' records: each kind equally often
+
+def rejected_answer(d:Draft, # the record the question is about
+                    others:list[Draft], # records to borrow a wrong answer from
+                    r:random.Random # draws which wrong answer
+                   ) -> str:
+    "A plausible wrong answer about `d`: a list of symptoms cut after the first or its first said twice, or another record's."
+    right = instruction(d.kind, d.text)[1]
+    first, how = right.split("、")[0], r.choice(LIST_MISTAKES) if "、" in right else "other"
+    if how != "other": return first if how == "cut" else f"{first}、{first}"
+    wrong = sorted({a for o in others if o.kind == d.kind and (a := instruction(o.kind, o.text)[1]) != right})
+    return r.choice(wrong)
+
+def preference_pair(d:Draft, others:list[Draft], r:random.Random) -> dict:
+    "A pair in TRL's conversational format: the question about `d`, its right answer chosen, a wrong one rejected."
+    q, a = instruction(d.kind, d.text)
+    say = lambda role, text: [{"role": role, "content": text}]
+    return dict(prompt=say("user", q), chosen=say("assistant", a), rejected=say("assistant", rejected_answer(d, others, r)))
+
+def make_preferences(n:int, # training pairs
+                     n_heldout:int, # held-out pairs, about other records
+                     seed:int=0 # the run's seed (pairs draw from a stream of their own)
+                    ) -> tuple[list[dict], list[dict]]:
+    "(training pairs, held-out pairs), each about a distinct record; wrong answers come from all of them."
+    r = random.Random(f"preferences-{seed}")
+    drafts = _drafts(n + n_heldout, r, PAIR_KIND_WEIGHTS)
+    pairs = [preference_pair(d, drafts, r) for d in drafts]
+    return pairs[:n], pairs[n:]
+
+
+# %% ../nbs/03_synth.ipynb #sp000004
+def write_preferences(d:Path, # the synth folder
+                      s, # `Config.synth`: n_preference_pairs, n_heldout_pairs
+                      seed:int # the run's seed
+                     ) -> list[Path]:
+    "synth/chat/preference.jsonl (the pairs trained on) and synth/chat/preference_heldout.jsonl."
+    train, held = make_preferences(s.n_preference_pairs, s.n_heldout_pairs, seed)
+    return write_chat_files(d, {"preference.jsonl": train, "preference_heldout.jsonl": held})
 
 # %% ../nbs/03_synth.ipynb #e755c818
 SYNTH = Stage("synth", writes=("synth",))  # its contract: it reads nothing of the run
@@ -464,7 +512,8 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json` and `synth/doccano/` from `cfg.synth`."
     s = cfg.synth
     if s.n_records == 0: return {}
-    lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions"}),
+    lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions",
+                                                      "n_preference_pairs", "n_heldout_pairs"}),
                                 seed=cfg.run.seed)
     d = run.stage_dir("synth")
     (d/"raw.jsonl").write_bytes(b"\n".join(lines) + b"\n")
@@ -476,6 +525,9 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     if s.n_instructions:
         outputs += write_instructions(d, s, cfg.run.seed)
         truth |= dict(instructions=s.n_instructions, heldout_instructions=s.n_heldout_instructions)
+    if s.n_preference_pairs:
+        outputs += write_preferences(d, s, cfg.run.seed)
+        truth |= dict(preference_pairs=s.n_preference_pairs, heldout_pairs=s.n_heldout_pairs)
     (d/"truth.json").write_text(json.dumps(truth, indent=2))
     counts = {k: v for k, v in truth.items() if not k.endswith(("_of", "_ids"))}  # the numbers, not the id lists
     run.record("synth", outputs=outputs, counts=counts)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from .config import ConfigError
 from .env import resolve_loading
-from .records import TURN_MARK, decode_turns
+from .records import TURN_MARK, decode_turns, pair_of
 from .chat import chat_template, fit_turns, render_chats
 from .run import Stage, save_figure, sha256_file
 from .model import base_model_path, load_tokenizer
@@ -95,11 +95,12 @@ def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plai
                      template:str|None, # the chat template, when there are conversations
                      tc # `Config.tokenize`
                     ) -> dict:
-    "input_ids, labels and fate (`text`, or a conversation's, see `tokenize_chats`) of each record."
+    "input_ids, labels and fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) of each record."
     texts = batch["text"]
     chats = [decode_turns(t) for t in texts]
     out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts)}
-    plain = [i for i, c in enumerate(chats) if c is None]
+    for i in (i for i, c in enumerate(chats) if c is not None and pair_of(c)): out["fate"][i], chats[i] = "preference", None
+    plain = [i for i, c in enumerate(chats) if c is None and out["fate"][i] == "text"]
     for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
         out["input_ids"][i] = out["labels"][i] = x
     talk = [i for i, c in enumerate(chats) if c is not None]
@@ -330,12 +331,13 @@ def conversation_template(src:Path, # clean/clean.parquet
 
 def chat_counts(ids) -> dict:
     "Conversations by fate, with their tokens and trained tokens, from `tokenize_records`' output."
-    import pyarrow.compute as pc
+    import pyarrow as pa, pyarrow.compute as pc
     t = ids.with_format("arrow")[:]
-    talk = t.filter(pc.not_equal(t["fate"], "text"))
+    talk = t.filter(pc.invert(pc.is_in(t["fate"], pa.array(["text", "preference"]))))
     labels = pc.list_flatten(talk["labels"])
     fates = Counter(talk["fate"].to_pylist())
-    return dict(records=talk.num_rows, **{f: fates[f] for f in FATES}, tokens=len(labels),
+    pairs = pc.sum(pc.equal(t["fate"], "preference")).as_py() or 0  # left to the preference stage
+    return dict(records=talk.num_rows, preference_pairs=pairs, **{f: fates[f] for f in FATES}, tokens=len(labels),
                 trained_tokens=int(pc.sum(pc.not_equal(labels, -100)).as_py() or 0))
 
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
@@ -375,6 +377,7 @@ def run_tokenize(cfg, run) -> dict:
         talk["batches"] = batches
         print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
               f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
-              f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches}")
+              f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches}"
+              + (f"; {talk['preference_pairs']} preference pairs left to the preference stage" if talk["preference_pairs"] else ""))
     run.record("tokenize", outputs=[out], counts=counts)
     return counts

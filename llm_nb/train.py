@@ -21,8 +21,9 @@ from .tokenize import collate_samples, grouped_padding, set_padding_side
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'check_optimizer', 'training_args', 'train_fingerprint',
-           'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'GuardedTrainer',
-           'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train', 'nan_at']
+           'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'NanGuard',
+           'GuardedTrainer', 'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train',
+           'nan_at']
 
 # %% ../nbs/24_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -120,7 +121,8 @@ def _config_diff(a:dict, b:dict, prefix:str="") -> list[str]:
             and isinstance(b.get(k), dict) else [f"{prefix}{k}"] if a.get(k) != b.get(k) else [])]
 
 def resume_checkpoint(cfg, # the run's `Config`
-                      folder:Path # the Trainer's output folder
+                      folder:Path, # the Trainer's output folder
+                      fingerprint:dict|None=None # what the checkpoints must match (default: `train_fingerprint(cfg)`)
                      ) -> Path|None:
     "The checkpoint `train.resume` names (None: start fresh); `ConfigError` for a missing, partial or foreign one."
     r = cfg.train.resume
@@ -131,7 +133,7 @@ def resume_checkpoint(cfg, # the run's `Config`
     if not (ckpt/MARKER).is_file():
         raise ConfigError(f"train.resume={r!r}: {ckpt} is not a complete checkpoint (no {MARKER}); complete ones: "
                           f"{[p.name for p in done] or 'none'}")
-    saved, now = json.loads((ckpt/MARKER).read_text()), train_fingerprint(cfg)
+    saved, now = json.loads((ckpt/MARKER).read_text()), fingerprint or train_fingerprint(cfg)
     if saved["sha"] != now["sha"]:
         diff = ", ".join(_config_diff(saved["config"], now["config"]))
         raise ConfigError(f"train.resume={r!r}: {ckpt.name} was written with another training config ({diff}): "
@@ -155,8 +157,8 @@ def all_finite(loss:torch.Tensor) -> bool: # this rank's loss
     return bool(ok.item())
 
 # %% ../nbs/24_train.ipynb #n0000006
-class GuardedTrainer(SFTTrainer):
-    "TRL's `SFTTrainer` acting on NaN/inf losses by `nan_policy`, and able to resume at a scaled learning rate."
+class NanGuard:
+    "A Trainer mixin acting on NaN/inf losses by `nan_policy`, and able to resume at a scaled learning rate."
     def __init__(self, *a, nan_policy:str="stop", lr_scale:float=1.0, **kw):
         super().__init__(*a, **kw)
         self.nan_policy, self.lr_scale, self.nan_events, self._skip, self._logged = nan_policy, lr_scale, [], False, 0
@@ -200,6 +202,9 @@ class GuardedTrainer(SFTTrainer):
         sched = self.lr_scheduler
         if hasattr(sched, "base_lrs"): sched.base_lrs = [b * self.lr_scale for b in sched.base_lrs]
 
+class GuardedTrainer(NanGuard, SFTTrainer):
+    "TRL's `SFTTrainer` with the `NanGuard`: the NaN policy and a learning rate that a rollback can scale."
+
 # %% ../nbs/24_train.ipynb #d0000001
 def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather than CUDA (NCCL)
     "Join (or, for a single process without a launcher, create) the process group DeepSpeed needs."
@@ -242,11 +247,11 @@ def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder
     return gone
 
 # %% ../nbs/24_train.ipynb #d0000004
-def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
+def _attempts(cfg, run, out:Path, ckpt, dash, drill=None, build=None) -> tuple:
     "Train from `ckpt`, starting again from the last complete checkpoint on NaN per `train.nan_policy`."
     t, scale, events = cfg.train, 1.0, []
     for attempt in range(t.max_rollbacks + 1):
-        trainer = build_trainer(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
+        trainer = (build or build_trainer)(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if dash.live: progress_bar_only(trainer)  # the dashboard draws the loss: no table of it above the picture
         if drill: drill(trainer)
@@ -264,13 +269,21 @@ def _attempts(cfg, run, out:Path, ckpt, dash, drill=None) -> tuple:
             print(f"train: NaN at step {e.step}: back to {back}, learning rate × {scale:g}")
             dash.note = f"NaN at step {e.step}: rolled back to {back}, learning rate × {scale:g}"
 
-def fit(cfg, run, out:Path, drill=None, wandb_run=None) -> tuple:
+def fit(cfg, # the run's `Config`: train.resume, nan_policy, max_rollbacks; track
+        run, # the `Run`
+        out:Path, # the stage's folder: checkpoints/ and the dashboard's files
+        drill=None, # `drill(trainer)` before training (tests and drills)
+        wandb_run=None, # the W&B run the dashboard logs to
+        build=None, # `build(cfg, run, out, lr_scale, report_to)` → a `NanGuard` trainer (default: `build_trainer`)
+        fingerprint:dict|None=None, # what a checkpoint to resume must match (default: `train_fingerprint(cfg)`)
+        tokens:int|None=None # tokens per optimizer step, for the dashboard (default: SFT's global batch of blocks)
+       ) -> tuple:
     "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
-    ckpt = resume_checkpoint(cfg, out/"checkpoints")
+    ckpt = resume_checkpoint(cfg, out/"checkpoints", fingerprint)
     if ckpt is None: clear_checkpoints(out/"checkpoints")
-    tokens = batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
+    tokens = tokens or batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
     dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
-    try: return _attempts(cfg, run, out, ckpt, dash, drill)
+    try: return _attempts(cfg, run, out, ckpt, dash, drill, build)
     except BaseException as e:  # the dashboard says why, rather than stay at its last picture
         step = dash.rows[-1]["step"] if dash.rows else 0
         dash.stopped(f"stopped: NaN loss at step {e.step} (train.nan_policy: {cfg.train.nan_policy})"

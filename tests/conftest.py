@@ -1,4 +1,4 @@
-import json, os, random, shutil, subprocess, sys, time
+import json, os, random, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
 from llm_nb.testing import TEXT_ONLY, run_until
@@ -24,6 +24,16 @@ def wait_for(what, seconds:float=60, poll:float=0.1):
         if got := what(): return got
         time.sleep(poll)
     raise TimeoutError(what)
+
+def kill_9_once(cmd:list, done:Path, env:dict, seconds:float=600):
+    "Run `cmd` in a session of its own until the file `done` exists, then SIGKILL the whole session."
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    t0 = time.time()
+    while not done.exists():
+        assert p.poll() is None and time.time() - t0 < seconds, f"{cmd} ended before {done} was written"
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
 
 def llm_nb_cmd(*args, **kw):
     "Run the `llm_nb` console script; returns the CompletedProcess."

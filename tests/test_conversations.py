@@ -1,13 +1,15 @@
 """Conversations through ingest and clean: every shape (OpenAI messages, ShareGPT, Alpaca, prompt/completion) in JSONL,
 CSV and Parquet keeps its turns exactly; cleaning acts on each turn's content (PII redacted in place, whitespace
-normalized) and dedups whole conversations; every malformed record is dead-lettered with its file, line and field."""
+normalized) and dedups whole conversations; every malformed record is dead-lettered with its file, line and field.
+Preference pairs too: each shape keeps its prompt and both answers, cleaned on both sides and deduplicated as a pair."""
 import json
 import pyarrow as pa, pyarrow.parquet as pq
 from llm_nb.config import load_config
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean_datatrove import run_clean
-from llm_nb.records import decode_turns
+from llm_nb.records import decode_turns, pair_of
+from llm_nb.clean import placeholder
 
 PHONE = "13812345678"
 GOOD = [  # (record, its turns as ingest keeps them)
@@ -82,3 +84,43 @@ def test_conversations_through_ingest_and_clean(tmp_path):
     assert PHONE not in polite[1]["content"] and polite[1]["content"].startswith("Call me at ") \
         and polite[1]["content"].endswith(" about the order"), polite  # redacted inside its turn
     assert c["pii"]["phone"] == 1, c["pii"]
+
+HH = "\n\nHuman: 这条评论提到了哪个商品？\n\nAssistant: "
+PAIRS = [  # preference pairs in every shape ingest reads, and what is stored: (prompt turns, chosen, rejected)
+    ({"prompt": "列出症状：头痛、发热", "chosen": "头痛、发热", "rejected": "头痛"}, ([("user", "列出症状：头痛、发热")], "头痛、发热", "头痛")),
+    ({"prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": f"My number is {PHONE}, which product?"}],
+      "chosen": [{"role": "assistant", "content": "The headset."}], "rejected": [{"role": "assistant", "content": f"Call {PHONE}."}]},
+     ([("system", "be brief"), ("user", "My number is <PHONE>, which product?")], "The headset.", "Call <PHONE>.")),
+    ({"chosen": HH + "耳机", "rejected": HH + "手机"}, ([("user", "这条评论提到了哪个商品？")], "耳机", "手机")),
+    ({"chosen": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}],
+      "rejected": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "5"}]}, ([("user", "2+2?")], "4", "5")),
+]
+BAD_PAIRS = [
+    ({"prompt": "q", "chosen": "same", "rejected": "same "}, "fields 'chosen' and 'rejected': chosen and rejected are the same answer"),
+    ({"prompt": "q", "chosen": "", "rejected": "b"}, "field 'chosen': empty assistant turn"),
+    ({"chosen": HH + "耳机", "rejected": HH.replace("商品", "颜色") + "黑色"},
+     "field 'rejected (turn 0)': the prompt differs between chosen and rejected (turn 0)"),
+    ({"prompt": "q", "chosen": "a"}, "missing field 'rejected'"),
+]
+
+def test_preference_pairs_through_ingest_and_clean(tmp_path):
+    "Every pair shape keeps its prompt and both answers; PII is redacted on both sides; a copy is a duplicate pair; bad pairs are dead-lettered with their line."
+    (raw := tmp_path/"raw").mkdir()
+    lines = [json.dumps(r, ensure_ascii=False) for r, _ in PAIRS + [PAIRS[0]] + BAD_PAIRS]
+    (raw/"pairs.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = load_config({"run": {"root": str(tmp_path/"runs"), "name": "pairs"}, "ingest": {"sources": [{"path": str(raw/"*")}]},
+                       "clean": {"near_dedup": False, "min_chars": 1}})
+    run = Run.create(cfg)
+    ing = run_ingest(cfg, run)
+    dead = [json.loads(l) for l in (run.dir/"ingest"/"dead_letter.jsonl").read_text().splitlines()]
+    assert [(d["line"], d["reason"]) for d in dead] == [(len(PAIRS) + 2 + i, r) for i, (_, r) in enumerate(BAD_PAIRS)], dead
+    assert ing["kept"] == len(PAIRS) + 1, ing
+    c = run_clean(cfg, run)
+    assert c["rejected"].get("exact_dup") == 1 and c["rows_out"] == len(PAIRS), c
+    stored = [pair_of(decode_turns(t)) for t in pq.read_table(run.dir/"clean"/"clean.parquet").column("text").to_pylist()]
+    got = sorted(([(t["role"], t["content"]) for t in p["prompt"]], p["chosen"][0]["content"], p["rejected"][0]["content"])
+                 for p in stored)
+    redacted = lambda s: s.replace("<PHONE>", placeholder("phone"))
+    want = sorted(([(r, redacted(x)) for r, x in p], redacted(ch), redacted(rj)) for _, (p, ch, rj) in PAIRS)
+    assert got == want, (got, want)
+    assert c["pii"]["phone"] == 2, c["pii"]  # once in the prompt, once in the rejected answer

@@ -1,5 +1,5 @@
 "Training as a job runs it: killed with SIGKILL and resumed exactly (batches grouped by length); DeepSpeed ZeRO-2 and ZeRO-3 + offload on 2 ranks."
-import json, os, shutil, signal, subprocess, sys, time
+import json, os, shutil, subprocess
 from pathlib import Path
 import socket
 import pytest, torch
@@ -9,6 +9,7 @@ from llm_nb.model import base_model_path
 from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
+from conftest import kill_9_once
 
 LLM_NB = shutil.which("llm_nb")
 ENV = dict(os.environ, OMP_NUM_THREADS="1")  # DeepSpeed's ops build in TORCH_EXTENSIONS_DIR (tools/test.sh: the venv's)
@@ -44,14 +45,7 @@ def test_kill_9_then_resume_auto_matches_the_uninterrupted_run(demo_prepared, tm
     assert r.returncode == 0, r.stderr[-3000:]
     cfg = job_config(demo_prepared, tmp_path, "killed", **steps)
     ck = tmp_path/"killed"/"train"/"checkpoints"
-    p = subprocess.Popen([LLM_NB, "run", cfg, "--stages", "train"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         env=ENV, start_new_session=True)
-    t0 = time.time()
-    while not (ck/"checkpoint-12"/MARKER).exists():
-        assert p.poll() is None and time.time() - t0 < 600, "the job ended before its 3rd checkpoint"
-        time.sleep(0.05)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+    kill_9_once([LLM_NB, "run", cfg, "--stages", "train"], ck/"checkpoint-12"/MARKER, ENV)  # after its 3rd checkpoint
     assert not (tmp_path/"killed"/"train"/"adapter").exists()  # it really died before the end
     # a checkpoint whose saving was cut short (no marker), newer than every complete one
     shutil.copytree(ck/"checkpoint-12", ck/"checkpoint-20")

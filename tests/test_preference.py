@@ -1,0 +1,62 @@
+"""DPO as a job runs it: killed with SIGKILL mid-run and resumed from its last complete checkpoint, matching the
+uninterrupted run; a NaN loss handled by train.nan_policy, as in SFT."""
+import json, os, shutil, subprocess
+from pathlib import Path
+import pytest
+from llm_nb.config import demo_config, load_config, to_yaml
+from llm_nb.preference import run_preference
+from llm_nb.testing import run_until
+from llm_nb.train import MARKER, nan_at
+from conftest import kill_9_once
+
+LLM_NB = shutil.which("llm_nb")
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+PAIRS = {"synth.n_preference_pairs": 60, "synth.n_heldout_pairs": 8, "preference.method": "dpo",
+         "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources]
+                           + [{"name": "preferences", "path": "{run}/synth/chat/preference.jsonl"}],
+         "preference.heldout": "{run}/synth/chat/preference_heldout.jsonl", "train.max_steps": 10,
+         "preference.learning_rate": 1e-3, "preference.batch_size": 4, "preference.max_steps": 16,
+         "preference.save_steps": 4, "preference.logging_steps": 1, "train.resume": "auto", "track.wandb": "disabled",
+         "annotate.input": "", "annotate.second": ""}  # no annotation: not read by SFT or DPO
+
+@pytest.fixture(scope="module")
+def prepared():
+    "A demo run with SFT done (10 steps) and 60 pairs cleaned, 8 held out."
+    return run_until("preference", **PAIRS)
+
+def job_config(run, tmp_path:Path, name:str) -> Path:
+    "A copy of the prepared run folder under a new name, and its config file."
+    shutil.copytree(run.dir, tmp_path/name)
+    (p := tmp_path/f"{name}.yaml").write_text(to_yaml(load_config(run.cfg.model_dump(), **{"run.root": str(tmp_path), "run.name": name})))
+    return p
+
+def logged(run_dir:Path, key:str) -> dict:
+    "{step: value} of `key` in preference/log.json."
+    return {h["step"]: h[key] for h in json.loads((run_dir/"preference"/"log.json").read_text()) if key in h}
+
+def test_dpo_kill_9_then_resume_matches_the_uninterrupted_run(prepared, tmp_path):
+    ref = job_config(prepared, tmp_path, "ref")
+    r = subprocess.run([LLM_NB, "run", ref, "--stages", "preference"], capture_output=True, text=True, env=ENV, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    cfg = job_config(prepared, tmp_path, "killed")
+    ck = tmp_path/"killed"/"preference"/"checkpoints"
+    kill_9_once([LLM_NB, "run", cfg, "--stages", "preference"], ck/"checkpoint-8"/MARKER, ENV)  # after its 2nd checkpoint
+    assert not (tmp_path/"killed"/"preference"/"adapter").exists()  # it really died before the end
+    r = subprocess.run([LLM_NB, "run", cfg, "--stages", "preference"], capture_output=True, text=True, env=ENV, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "resuming from checkpoint-" in r.stdout, r.stdout[-2000:]
+    for key in ("loss", "rewards/margins"):
+        want, got = logged(tmp_path/"ref", key), logged(tmp_path/"killed", key)
+        assert sorted(got) == sorted(want) == list(range(1, 17)), (key, got)
+        for step in want: assert abs(got[step] - want[step]) < 1e-4, (key, step, got[step], want[step])
+    reps = [json.loads((tmp_path/n/"report.json").read_text())["stages"]["preference"] for n in ("ref", "killed")]
+    assert abs(reps[0]["dpo_accuracy"] - reps[1]["dpo_accuracy"]) < 1e-9 and reps[0]["steps"] == reps[1]["steps"] == 16, reps
+
+def test_a_nan_loss_in_dpo_is_skipped_by_the_policy(prepared, tmp_path):
+    "`train.nan_policy: skip` on DPO: the poisoned step leaves the adapter unchanged, is logged, and training goes on."
+    cfg = load_config(prepared.cfg.model_dump(), **{"train.nan_policy": "skip", "preference.save_steps": 0,
+                                                    "preference.max_steps": 6})
+    c = run_preference(cfg, prepared, drill=lambda t: nan_at(t, {3}))
+    assert c["nan_events"] == 1 and c["steps"] == 6, c
+    events = json.loads((prepared.dir/"preference"/"nan_events.json").read_text())
+    assert [(e["step"], e["action"]) for e in events] == [(3, "skip")], events
