@@ -17,8 +17,7 @@ from .run import Stage, save_figure, show_table
 from .model import base_model_path, load_model, load_tokenizer
 from .env import env_report, resolve_loading
 from .chat import stop_ids
-from .train import (CheckpointMarker, NanGuard, check_optimizer, fit, precision, save_adapter,
-                          train_fingerprint)
+from .train import CheckpointMarker, NanGuard, check_optimizer, fit, precision, save_adapter, train_fingerprint
 from .track import start_wandb, wandb_mode, wandb_summary
 
 # %% auto #0
@@ -239,7 +238,8 @@ PREFERENCE = Stage("preference", reads=("clean/clean.parquet", "tokenize/tokeniz
 def _tune(cfg, run, out:Path, pairs:list[dict], drill=None) -> tuple:
     "DPO on `pairs` through `fit` (W&B when tracking is on); (trainer, result, NaN events, W&B summary)."
     wb = start_wandb(cfg, out, wandb_mode(cfg.track), job_type="preference")
-    tokens = cfg.preference.batch_size * cfg.preference.grad_accum * 2 * (cfg.preference.max_length or cfg.tokenize.max_length)
+    p = cfg.preference
+    tokens = p.batch_size * p.grad_accum * 2 * (p.max_length or cfg.tokenize.max_length)  # both answers of each pair
     try: trainer, res, events = fit(cfg, run, out, drill, wb, build=functools.partial(build_dpo_trainer, pairs=pairs),
                                     fingerprint=preference_fingerprint(cfg), tokens=tokens)
     except BaseException:
@@ -268,10 +268,10 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     save_adapter(trainer, out/"adapter")
     if not trainer.is_world_process_zero(): return None
     log = trainer.state.log_history
-    first = next(h for h in log if "rewards/margins" in h)
+    margins = [h["rewards/margins"] for h in log if "rewards/margins" in h]  # logged every preference.logging_steps
     counts = dict(method=pc.method, loss_type=pc.loss_type, beta=pc.beta, pairs=len(pairs), heldout_pairs=len(held),
                   steps=trainer.state.global_step, train_loss=res.training_loss, nan_events=len(events),
-                  first_margin=first["rewards/margins"], last_margin=[h for h in log if "rewards/margins" in h][-1]["rewards/margins"],
+                  first_margin=margins[0], last_margin=margins[-1],
                   **{f"{m}_{k}": scores[m][k] for m in ("sft", "dpo") for k in ("accuracy", "exact_match")},
                   dpo_implicit_accuracy=implicit_accuracy(scores["sft"], scores["dpo"])) | tracked
     (out/"log.json").write_text(json.dumps(log, indent=2))
