@@ -322,9 +322,9 @@ DPO_LOSSES = ("sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "bco_
               "apo_down", "sigmoid_norm")
 
 class PreferenceCfg(Section):
-    "Preference tuning after SFT: DPO through TRL on the SFT adapter (off by default)."
-    method: Literal["off", "dpo"] = "off"
-    beta: float = Field(0.1, gt=0)  # how far the policy may move from the reference (the SFT model): lower = further
+    "Preference and reward tuning after SFT: DPO or GRPO through TRL on the SFT adapter (off by default)."
+    method: Literal["off", "dpo", "grpo"] = "off"
+    beta: float = Field(0.1, gt=0)  # DPO: how far the policy may move from the reference (the SFT model): lower = further
     loss_type: Literal[DPO_LOSSES] = "sigmoid"
     max_steps: int = Field(60, gt=0)
     learning_rate: float = Field(5e-6, gt=0)  # DPO's usual for real models; the demo's tiny model uses far more
@@ -335,7 +335,27 @@ class PreferenceCfg(Section):
     save_steps: int = Field(0, ge=0)  # a checkpoint every N steps (resumed per train.resume); 0 = only the adapter
     heldout: str = ""  # a JSONL of held-out pairs (`{run}` allowed); "" = eval_frac of the ingested pairs
     eval_frac: float = Field(0.1, gt=0, lt=1)  # share of the pairs held out when `heldout` is empty
-    max_new_tokens: int = Field(32, gt=0)  # the greedy answers to held-out prompts (exact match) stop here
+    max_new_tokens: int = Field(32, gt=0)  # answers stop here: greedy ones to held-out prompts, GRPO's completions
+    # GRPO: the reward of a completion, given the pair's chosen answer as its reference: exact_match, f1 (word
+    # overlap), regex (a format reward: the completion matches reward_regex as a whole), or `module:function` (TRL's
+    # reward signature: `f(prompts, completions, reference, **kw) -> list[float]`)
+    reward: str = "exact_match"
+    reward_regex: str = ""
+    num_generations: int = Field(4, ge=2)  # GRPO: completions sampled per prompt (a group); batch_size counts completions
+    temperature: float = Field(1.0, gt=0)  # GRPO: sampling temperature of the completions
+    kl_beta: float = Field(0.0, ge=0)  # GRPO: KL penalty toward the SFT model (TRL's default 0: no reference at all)
+
+    @model_validator(mode="after")
+    def _grpo_fits(self):
+        "A GRPO batch holds whole groups, and a regex reward needs its pattern."
+        if self.method == "grpo" and (self.batch_size * self.grad_accum) % self.num_generations:
+            raise ValueError(f"preference.batch_size x grad_accum ({self.batch_size * self.grad_accum}) must be a "
+                             f"multiple of num_generations ({self.num_generations}): each prompt's group is one batch")
+        if self.reward == "regex" and not self.reward_regex:
+            raise ValueError("preference.reward=regex needs preference.reward_regex, the pattern a completion must match")
+        if self.reward not in ("exact_match", "f1", "regex") and ":" not in self.reward:
+            raise ValueError(f"preference.reward={self.reward!r}: exact_match, f1, regex, or a `module:function`")
+        return self
 
 
 # %% ../nbs/00_config.ipynb #0d5e1a02

@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_evaluate.ipynb #4f69fbb7
 from __future__ import annotations
-import contextlib, itertools, json, logging, math, os, random
+import contextlib, functools, itertools, json, logging, math, os, random
 from pathlib import Path
 import numpy as np
 import torch
@@ -24,8 +24,8 @@ __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_T
            'LM_EVAL_DPI', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
            'write_task', 'chat_questions', 'chat_until', 'chat_settings', 'order_windows', 'order_question',
            'order_task', 'task_fewshot', 'task_scores', 'log_softmax', 'continuation_logprob', 'cut_at', 'LogitsLM',
-           'lm_eval_quietly', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval', 'write_stage_tasks', 'hf_lm_eval',
-           'write_lm_eval', 'main_metrics', 'run_evaluate']
+           'lm_eval_quietly', 'task_files', 'task_manager', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval',
+           'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
 IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
@@ -336,6 +336,23 @@ def lm_eval_quietly():
         with mock.patch("lm_eval.evaluator.get_git_commit_hash", lambda: (git_revision() or {}).get("commit")): yield
     finally: log.removeFilter(notice)
 
+# %% ../nbs/30_evaluate.ipynb #2aebef9b
+def task_files(task_dir:Path|None # the folder of local task YAML files
+              ) -> tuple:
+    "(name, mtime) of each task file in `task_dir`: what says that lm-eval's index of it still holds."
+    return tuple(sorted((p.name, p.stat().st_mtime_ns) for p in Path(task_dir).glob("*.yaml"))) if task_dir else ()
+
+@functools.lru_cache(maxsize=4)
+def _task_manager(task_dir:str|None, files:tuple): # the folder, and its `task_files`
+    from lm_eval.tasks import TaskManager
+    return TaskManager(include_path=task_dir)
+
+def task_manager(task_dir:Path|None=None # the folder of local task YAML files
+                ):
+    """lm-eval's `TaskManager` with the local tasks of `task_dir`, built once per process for the same task files:
+    it indexes every task lm-eval ships (about 12 s here, each time)."""
+    return _task_manager(str(task_dir) if task_dir else None, task_files(task_dir))
+
 # %% ../nbs/30_evaluate.ipynb #a1e0c020
 def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
                    tasks:dict, # {task: few-shot count, None = the task's own} (`task_fewshot`)
@@ -347,8 +364,7 @@ def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
                   ) -> dict:
     "`task_scores` of lm-eval's `simple_evaluate` on `tasks`, one call per few-shot count."
     from lm_eval import simple_evaluate
-    from lm_eval.tasks import TaskManager
-    tm, out = TaskManager(include_path=str(task_dir) if task_dir else None), {}
+    tm, out = task_manager(task_dir), {}
     for shots in dict.fromkeys(tasks.values()):
         names = [t for t, s in tasks.items() if s == shots]
         with lm_eval_quietly():

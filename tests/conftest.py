@@ -17,6 +17,21 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     _ci_fails_skips((yield).get_result())  # a module that skips as a whole (pytest.importorskip)
 
+# the test files that read the session's `exported_run` (a pipeline run through export, ~90 s)
+EXPORTED_RUN_FILES = ("tests/test_serve.py", "tests/test_monitor.py", "tests/test_run_folder.py")
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (tools/test.sh: two workers), a test file runs whole on one worker, so its module fixtures
+    run once, and the files of `EXPORTED_RUN_FILES` share one worker and one `exported_run`. (xdist's own
+    `--dist loadgroup` marks do not reach its scheduler under pytest 9, whose node ids xdist 3.8 cannot rename.)"""
+    from xdist.scheduler import LoadFileScheduling
+    class FileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid:str) -> str:
+            file = super()._split_scope(nodeid)
+            return "exported_run" if file in EXPORTED_RUN_FILES else file
+    return FileScheduling(config, log)
+
 def wait_for(what, seconds:float=60, poll:float=0.1):
     "What `what()` returns once it is true, polling every `poll` s for at most `seconds` (then TimeoutError)."
     deadline = time.monotonic() + seconds

@@ -1,9 +1,11 @@
 """DPO as a job runs it: killed with SIGKILL mid-run and resumed from its last complete checkpoint, matching the
-uninterrupted run; a NaN loss handled by train.nan_policy, as in SFT."""
+uninterrupted run; a NaN loss handled by train.nan_policy, as in SFT. GRPO with a reward of the user's own."""
 import json, os, shutil, subprocess
 from pathlib import Path
 import pytest
 from llm_nb.config import demo_config, load_config, to_yaml
+from llm_nb.chat import stop_ids
+from llm_nb.model import load_tokenizer
 from llm_nb.preference import run_preference
 from llm_nb.testing import run_until
 from llm_nb.train import MARKER, nan_at
@@ -60,3 +62,31 @@ def test_a_nan_loss_in_dpo_is_skipped_by_the_policy(prepared, tmp_path):
     assert c["nan_events"] == 1 and c["steps"] == 6, c
     events = json.loads((prepared.dir/"preference"/"nan_events.json").read_text())
     assert [(e["step"], e["action"]) for e in events] == [(3, "skip")], events
+
+def test_grpo_stops_sampling_at_the_end_of_a_turn_and_calls_the_users_reward(prepared, tmp_path, monkeypatch):
+    """GRPO on the pairs' prompts with a reward named `module:function`: TRL calls it with each completion and the
+    pair's chosen answer as `reference`; sampling stops at the template's end of turn (not only at `</s>`); with a KL
+    term, the `ref` copy of the adapter is not saved with the result."""
+    (tmp_path/"my_reward.py").write_text(
+        "CALLS = []\n"
+        "def starts_right(prompts, completions, reference, **kw):\n"
+        "    CALLS.append(len(completions))\n"
+        "    return [float(c[0]['content'][:1] == r[:1]) for c, r in zip(completions, reference)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_reward
+    cfg = load_config(prepared.cfg.model_dump(), **{
+        "preference.method": "grpo", "preference.reward": "my_reward:starts_right", "preference.num_generations": 4,
+        "preference.batch_size": 8, "preference.max_steps": 4, "preference.save_steps": 0, "preference.kl_beta": 0.05,
+        "preference.max_new_tokens": 24})
+    stops = []
+    c = run_preference(cfg, prepared, drill=lambda t: stops.append(t.eos_token_ids))
+    tok = load_tokenizer(str(prepared.dir/"tokenize"/"tokenizer"))
+    assert set(stop_ids(tok, tok.chat_template)) <= set(stops[0]), stops  # sampling stops where a turn ends
+    assert c["method"] == "grpo" and c["steps"] == 4 and 0 <= c["sft_reward"] <= 1 and 0 <= c["grpo_reward"] <= 1, c
+    assert my_reward.CALLS == [8] * 6, my_reward.CALLS  # SFT's 8 held-out answers, 4 steps of 2 prompts x 4, GRPO's 8
+    log = json.loads((prepared.dir/"preference"/"log.json").read_text())
+    assert [h["step"] for h in log if "reward" in h] == [1, 2, 3, 4], log
+    scores = json.loads((prepared.dir/"preference"/"scores.json").read_text())
+    assert set(scores) == {"sft", "grpo"} and len(scores["grpo"]["rewards"]) == 8, scores.keys()
+    adapter = prepared.dir/"preference"/"adapter"
+    assert (adapter/"adapter_model.safetensors").exists() and not (adapter/"ref").exists()

@@ -8,7 +8,7 @@
 #      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves;
 #      the executed notebooks are kept in _docs/executed),
 #   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
-#   6. pytest tests/ passes (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
+#   6. pytest tests/ passes on two workers (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
 #   7. every bench in bench/ runs at a tiny scale (tools/bench_smoke.sh),
 # then print how literate the notebooks read (tools/nb_metrics.py: information, not a gate)
 # and one closing line: "test: N passed, N failed, N skipped", after the skips with their reasons.
@@ -85,7 +85,10 @@ phase "docs"
 
 # pytest
 py_log=$(mktemp)
-python -m pytest tests/ -q -rs -p no:cacheprovider --durations=20 2>&1 | tee "$py_log"; rc=${PIPESTATUS[0]}
+# two workers (pytest-xdist), each file whole on one (tests/conftest.py), each worker's torch on one core: most slow
+# tests wait on a server, a browser, Slurm or git as much as they compute
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} python -m pytest tests/ -n 2 -q -rs -p no:cacheprovider --durations=20 2>&1 \
+  | tee "$py_log"; rc=${PIPESTATUS[0]}
 summary=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)' "$py_log" | tail -1)
 py_skipped=$(echo "$summary" | grep -Eo '[0-9]+ skipped' | grep -Eo '[0-9]+' || true); py_skipped=${py_skipped:-0}
 py_passed=$(echo "$summary" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || true); py_passed=${py_passed:-0}
