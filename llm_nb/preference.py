@@ -23,7 +23,7 @@ from .track import start_wandb, wandb_mode, wandb_summary
 # %% auto #0
 __all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'PREFERENCE', 'BUILDERS',
            'stored_pairs', 'read_pairs', 'split_pairs', 'answer_ids', 'answer_logps', 'greedy_answers',
-           'held_out_scores', 'sft_model', 'dpo_args', 'preference_fingerprint', 'GuardedDPOTrainer',
+           'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args', 'preference_fingerprint', 'GuardedDPOTrainer',
            'build_dpo_trainer', 'completion_text', 'exact_match_reward', 'words', 'f1_reward', 'regex_reward',
            'reward_function', 'references', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves',
            'implicit_accuracy', 'run_preference']
@@ -147,26 +147,34 @@ def sft_model(cfg, # the run's config (`model`)
     return PeftModel.from_pretrained(base, str(run.input("train/adapter")), is_trainable=trainable)
 
 # %% ../nbs/26_preference.ipynb #pr000024
-def dpo_args(cfg, # the run's `Config`
-             out_dir:Path, # the Trainer's output folder (checkpoints)
-             use_cpu:bool, # train on the CPU even when a GPU is there
-             prec:str="fp32", # from `precision`
-             report_to:str|list="none" # "none", or ["wandb"]
-            ) -> DPOConfig:
-    "TRL's `DPOConfig` from `cfg.preference` (and `cfg.train`'s optimizer, scheduler, clipping, checkpoint limit)."
+def trainer_args(cfg, # the run's `Config`
+                 out_dir:Path, # the Trainer's output folder (checkpoints)
+                 use_cpu:bool, # train on the CPU even when a GPU is there
+                 prec:str="fp32", # from `precision`
+                 report_to:str|list="none" # "none", or ["wandb"]
+                ) -> dict:
+    """The Trainer's arguments both methods share: `cfg.preference`'s steps, rate, batch and checkpoints, `cfg.train`'s
+    optimizer, scheduler, clipping, checkpoint limit and activation checkpointing, the run's precision and seed."""
     p, t = cfg.preference, cfg.train
     save = ("steps", p.save_steps) if p.save_steps else ("no", None)
-    return DPOConfig(
-        output_dir=str(out_dir), max_steps=p.max_steps, learning_rate=p.learning_rate, beta=p.beta,
-        loss_type=[p.loss_type], max_length=p.max_length or cfg.tokenize.max_length,
-        per_device_train_batch_size=p.batch_size, per_device_eval_batch_size=p.batch_size,
-        gradient_accumulation_steps=p.grad_accum, lr_scheduler_type=t.lr_scheduler, optim=t.optim,
-        weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm, logging_steps=min(p.logging_steps, p.max_steps),
-        save_strategy=save[0], save_steps=save[1], save_total_limit=t.save_total_limit, eval_strategy="no",
-        bf16=prec == "bf16", fp16=prec == "fp16", report_to=report_to,  # TRL's defaults: bf16 and checkpointing on
-        activation_checkpointing=t.gradient_checkpointing,
+    return dict(
+        output_dir=str(out_dir), max_steps=p.max_steps, learning_rate=p.learning_rate,
+        per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
+        lr_scheduler_type=t.lr_scheduler, optim=t.optim, weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm,
+        logging_steps=min(p.logging_steps, p.max_steps), save_strategy=save[0], save_steps=save[1],
+        save_total_limit=t.save_total_limit, eval_strategy="no", bf16=prec == "bf16", fp16=prec == "fp16",
+        report_to=report_to, activation_checkpointing=t.gradient_checkpointing,  # TRL's defaults: bf16, checkpointing on
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        use_cpu=use_cpu, seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0, use_cache=False)
+        use_cpu=use_cpu, seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
+
+def dpo_args(cfg, # the run's `Config`
+             *a, # `trainer_args`' out_dir, use_cpu, prec, report_to
+             **kw) -> DPOConfig:
+    "TRL's `DPOConfig`: `trainer_args` and DPO's beta, loss and the length of a prompt with its answer."
+    p = cfg.preference
+    return DPOConfig(**trainer_args(cfg, *a, **kw), beta=p.beta, loss_type=[p.loss_type],
+                     max_length=p.max_length or cfg.tokenize.max_length, per_device_eval_batch_size=p.batch_size,
+                     use_cache=False)
 
 # %% ../nbs/26_preference.ipynb #pr000027
 RESUMABLE_PREFERENCE = {"max_steps", "logging_steps", "save_steps", "max_new_tokens"}  # may change between attempts
@@ -252,24 +260,12 @@ def references(pairs:list[dict]) -> list[dict]: # pairs in TRL's conversational 
 
 # %% ../nbs/26_preference.ipynb #d4e7a0c0
 def grpo_args(cfg, # the run's `Config`
-              out_dir:Path, # the Trainer's output folder (checkpoints)
-              use_cpu:bool, # train on the CPU even when a GPU is there
-              prec:str="fp32", # from `precision`
-              report_to:str|list="none" # "none", or ["wandb"]
-             ) -> GRPOConfig:
-    "TRL's `GRPOConfig` from `cfg.preference` (and `cfg.train`'s optimizer, scheduler, clipping, checkpoint limit)."
-    p, t = cfg.preference, cfg.train
-    save = ("steps", p.save_steps) if p.save_steps else ("no", None)
-    return GRPOConfig(
-        output_dir=str(out_dir), max_steps=p.max_steps, learning_rate=p.learning_rate, beta=p.kl_beta,
-        num_generations=p.num_generations, max_completion_length=p.max_new_tokens, temperature=p.temperature,
-        per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
-        lr_scheduler_type=t.lr_scheduler, optim=t.optim, weight_decay=t.weight_decay, max_grad_norm=t.max_grad_norm,
-        logging_steps=min(p.logging_steps, p.max_steps), save_strategy=save[0], save_steps=save[1],
-        save_total_limit=t.save_total_limit, eval_strategy="no", bf16=prec == "bf16", fp16=prec == "fp16",
-        report_to=report_to, activation_checkpointing=t.gradient_checkpointing,
-        activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        use_cpu=use_cpu, seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
+              *a, # `trainer_args`' out_dir, use_cpu, prec, report_to
+              **kw) -> GRPOConfig:
+    "TRL's `GRPOConfig`: `trainer_args` and GRPO's group size, sampling, completion length and KL coefficient."
+    p = cfg.preference
+    return GRPOConfig(**trainer_args(cfg, *a, **kw), beta=p.kl_beta, num_generations=p.num_generations,
+                      max_completion_length=p.max_new_tokens, temperature=p.temperature)
 
 # %% ../nbs/26_preference.ipynb #9f6470ef
 class GuardedGRPOTrainer(NanGuard, GRPOTrainer):
