@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_editor.ipynb #w0000005
 from __future__ import annotations
-import functools, html, inspect, io, math, re, tokenize, typing
+import copy, functools, html, inspect, io, math, re, tokenize, typing
 from pathlib import Path
 import ipywidgets as W
 import yaml
@@ -90,10 +90,11 @@ def _set_key(data:dict, key:str, value) -> None:
     for p in parents: data = data.setdefault(p, {})
     data[last] = value
 
-def form_values(controls:dict # dotted key -> (widget, kind, error HTML)
+def form_values(controls:dict, # dotted key -> (widget, kind, error HTML)
+                base:dict|None=None # the values of keys without a control (`model_dump()`), copied
                ) -> tuple[dict, dict]:
     "(the config as nested plain data, {dotted key: error line} for YAML text that does not parse)."
-    data, errs = {}, {}
+    data, errs = copy.deepcopy(base or {}), {}
     for key, (ctl, kind, _) in controls.items():
         try: v = yaml.safe_load(ctl.value) if kind == "yaml" else list(ctl.value) if kind == "list" else ctl.value
         except yaml.YAMLError as e:
@@ -119,19 +120,36 @@ class ConfigEditor:
                  path:str|Path="config.yaml", # where Save writes and Load reads
                  section:str="run" # the page it opens on: a stage notebook opens its own section
                 ):
-        cfg, self.controls, self.errors = cfg or Config(), {}, {}
-        data = cfg.model_dump()
-        names = list(Config.model_fields)
-        pages = [W.VBox(section_rows(f.annotation, data[s], s, self.controls)) for s, f in Config.model_fields.items()]
-        self.pages = W.Stack(children=pages, selected_index=names.index(section))
+        self.data, self.controls, self.errors = (cfg or Config()).model_dump(), {}, {}
+        self.names = list(Config.model_fields)
+        self.pages = W.Stack(children=[W.VBox() for _ in self.names])
         # buttons that wrap onto a second line rather than tabs that cut their titles short
-        self.sections = W.ToggleButtons(options=names, value=section, style=dict(button_width="auto"))
-        self.sections.observe(lambda ch: setattr(self.pages, "selected_index", names.index(ch["new"])), "value")
+        self.sections = W.ToggleButtons(options=self.names, value=section, style=dict(button_width="auto"))
+        self.sections.observe(lambda ch: self.show(ch["new"]), "value")
         self.path = W.Text(value=str(path), description="file", layout=W.Layout(width="420px"))
         self.buttons = {n: W.Button(description=n) for n in ("Check", "Save", "Load")}
         for n, b in self.buttons.items(): b.on_click(lambda _, n=n: getattr(self, n.lower())())
         self.status = W.HTML()  # above the fields: what Check finds is seen without scrolling
         self.widget = W.VBox([W.HBox([self.path, *self.buttons.values()]), self.status, self.sections, self.pages])
+        self.show(section)
+
+    def page(self, section:str) -> W.VBox:
+        "The `section`'s page, its rows made the first time it is asked for."
+        box = self.pages.children[self.names.index(section)]
+        if not box.children:
+            box.children = section_rows(Config.model_fields[section].annotation, self.data[section], section,
+                                        self.controls)
+        return box
+
+    def show(self, section:str) -> None:
+        "Show the `section`'s page (what a click on its button does)."
+        self.page(section)
+        self.pages.selected_index = self.names.index(section)
+
+    def control(self, key:str) -> tuple:
+        "(widget, kind, error HTML) of the dotted `key`, its page made if it was not."
+        self.page(key.split(".")[0])
+        return self.controls[key]
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -149,22 +167,28 @@ def _show_errors(self:ConfigEditor, errs:dict) -> None:
         "<span style='color:#1b5e20'>valid</span>"
 
 @patch
+def _error_key(self:ConfigEditor, loc:str) -> str:
+    "`error_key` of `loc` once its section's page is made (an error is shown next to its field)."
+    if (section := re.split(r"[.\[]", loc)[0]) in self.names: self.page(section)
+    return error_key(loc, self.controls)
+
+@patch
 def check(self:ConfigEditor) -> Config|None:
     "The form's `Config` when it is valid; else None, with the errors shown."
-    data, errs = form_values(self.controls)
+    data, errs = form_values(self.controls, self.data)
     cfg = None
     if not errs:
         try: cfg = Config.model_validate(data)
         except ValidationError as e:
             for x in e.errors():
                 for line in explain_error(x, {}, "").splitlines():  # a rule's line goes to the first key it names
-                    key = error_key((keys_named(line) or [".".join(map(str, x["loc"]))])[0], self.controls)
+                    key = self._error_key((keys_named(line) or [".".join(map(str, x["loc"]))])[0])
                     errs[key] = "; ".join(filter(None, [errs.get(key), line]))
     if cfg is not None:
         try: check_paths(cfg)
         except ConfigError as e:
             cfg = None
-            for line in str(e).splitlines(): errs[error_key(line.split(":")[0], self.controls)] = line
+            for line in str(e).splitlines(): errs[self._error_key(line.split(":")[0])] = line
     self._show_errors(errs)
     return cfg
 
@@ -185,8 +209,8 @@ def load(self:ConfigEditor) -> Config|None:
     except ConfigError as e:
         self.status.value = "<span style='color:#b00020'>" + "<br>".join(map(_text, str(e).splitlines())) + "</span>"
         return None
-    data = cfg.model_dump()
-    for key, (ctl, kind, _) in self.controls.items():
+    self.data = data = cfg.model_dump()
+    for key, (ctl, kind, _) in self.controls.items():  # the pages made so far; the others are made from `data`
         v = data
         for part in key.split("."): v = v[part]
         ctl.value = _yaml_text(v) if kind == "yaml" else list(v) if kind == "list" else v

@@ -1,13 +1,14 @@
-"""A real browser runs the quick start in JupyterLab, as a new user does: Debian's Chromium, driven by Playwright,
-opens JupyterLab (on 127.0.0.1, started here and stopped by PID) on a copy of `nbs/00_quickstart.ipynb` in a folder
-of its own and clicks Run All. It fails when Run All takes more than 3 minutes (the quick start's promise; the
-notebook alone takes about half that here) or leaves no run in `runs/quickstart` of that folder (the run persists:
-the test command's LLM_NB_TEMP_RUNS is not passed on), on "Error displaying widget", a widget stuck at "Loading
-widget...", an error output, a dashboard drawn more than once (it must update one picture in place) or showing fewer
-than 5 distinct steps while training runs, and on a form that does not show a wrong value's error next to its field.
-Screenshots of the form (before and after), of the live dashboard at three moments while training runs and of the
-notebook go to `runs/browser-check/` (or `$LLM_NB_ARTIFACTS`), with `quickstart.json` (Run All's seconds, the steps
-the dashboard showed), for people to look at."""
+"""A real browser runs the quick start in JupyterLab, as a new user does: Debian's Chromium, driven by Playwright, opens
+JupyterLab (on 127.0.0.1, started here and stopped by PID) on a copy of `nbs/00_quickstart.ipynb` in a folder of its
+own and clicks Run All. It fails when Run All takes more than 3 minutes (the quick start's promise; the notebook
+alone takes about half that here) or leaves no run in `runs/quickstart` of that folder (the run persists: the test
+command's LLM_NB_TEMP_RUNS is not passed on), on "Error displaying widget", a widget that failed to render
+(ipywidgets' "Click to show javascript error": the browser console's errors are in the message), a widget stuck at
+"Loading widget...", an error output, a dashboard drawn more than once (it must update one picture in place) or
+showing fewer than 5 distinct steps while training runs, and on a form that does not show a wrong value's error next
+to its field. Screenshots of the form (before and after), of the live dashboard at three moments while training runs
+and of the notebook go to `runs/browser-check/` (or `$LLM_NB_ARTIFACTS`), with `quickstart.json` (Run All's seconds,
+the steps the dashboard showed), for people to look at."""
 import json, os, re, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.parse
 from pathlib import Path
 import httpx
@@ -67,8 +68,15 @@ def code_cell(page, code:str):
     "The notebook's cell whose input holds `code`."
     return page.locator(".jp-Notebook .jp-Cell").filter(has=page.locator(".jp-InputArea", has_text=code)).first
 
+def no_broken_widget(page, console:list) -> None:
+    "Fail when a widget shows ipywidgets' error box, with the browser console's errors (the error's text is there)."
+    broken = page.locator(".jupyter-widgets-error-widget").count()
+    assert broken == 0, f"{broken} widget(s) failed to render; browser console errors:\n" + "\n".join(console)[-4000:]
+
 def drive(page, url:str, art:Path) -> dict:
     "Open the quick start at `url`, Run All, check the form and the live dashboard, take the screenshots."
+    console = []  # the browser's console errors, for the message when a widget breaks
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" and "404" not in m.text else None)
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
@@ -83,6 +91,7 @@ def drive(page, url:str, art:Path) -> dict:
     time.sleep(1)
     form.locator(".jp-OutputArea").screenshot(path=str(art/"config_form.png"))
     assert page.get_by_text("Error displaying widget").count() == 0
+    no_broken_widget(page, console)
     plot = train.locator(".jp-OutputArea-output img")
     plot.first.wait_for(timeout=RUN_ALL_S * 1000)
     steps, shots = set(), 0  # the step each picture says, while the training cell runs
@@ -107,6 +116,7 @@ def drive(page, url:str, art:Path) -> dict:
     assert rows <= 3, f"{rows} table rows under the training: the Trainer's loss table is back"  # final eval table
     assert page.get_by_text("Error displaying widget").count() == 0
     assert page.get_by_text("Loading widget...").count() == 0, "a widget never rendered"
+    no_broken_widget(page, console)
     check_form(page, form, art)
     return dict(run_all_s=round(seconds, 1), dashboard_steps=sorted(steps))
 
