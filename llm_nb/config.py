@@ -336,6 +336,9 @@ class PreferenceCfg(Section):
     heldout: str = ""  # a JSONL of held-out pairs (`{run}` allowed); "" = eval_frac of the ingested pairs
     eval_frac: float = Field(0.1, gt=0, lt=1)  # share of the pairs held out when `heldout` is empty
     max_new_tokens: int = Field(32, gt=0)  # answers stop here: greedy ones to held-out prompts, GRPO's completions
+    # the rejected side of each pair (training and held out): data = the pair's own; sft = the SFT model's greedy
+    # answer wherever it is not the chosen one (on-policy pairs, as SPIN and iterative DPO make them), else the pair's
+    rejected: Literal["data", "sft"] = "data"
     # GRPO: the reward of a completion, given the pair's chosen answer as its reference: exact_match, f1 (word
     # overlap), regex (a format reward: the completion matches reward_regex as a whole), or `module:function` (TRL's
     # reward signature: `f(prompts, completions, reference, **kw) -> list[float]`)

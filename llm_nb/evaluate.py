@@ -15,7 +15,7 @@ from .config import ConfigError
 from .env import cuda_available, peft_quietly
 from .run import Stage, git_revision, save_figure, show_table
 from .track import log_scores
-from .model import base_model_path, load_model, load_tokenizer
+from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer
 from .tokenize import EXAMPLE_COLUMNS, collate_samples
 from .chat import chat_template, end_of_turn
 
@@ -462,14 +462,14 @@ def main_metrics(scores:dict # {model: `task_scores`}
     return {m: {t: next(iter(ms.values()))["value"] for t, ms in s.items() if ms} for m, s in scores.items()}
 
 # %% ../nbs/30_evaluate.ipynb #c16b03c9
-EVALUATE = Stage("evaluate", reads=("tokenize/eval", "tokenize/tokenizer", "train/adapter", "model"), writes=("evaluate",))
+EVALUATE = Stage("evaluate", reads=("tokenize/eval", "tokenize/tokenizer", *ADAPTERS, "model"), writes=("evaluate",))
 
 @EVALUATE
 def run_evaluate(cfg, run) -> dict:
     "Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks → lm_eval.{json,md,png}."
     from datasets import load_from_disk
     from peft import PeftModel
-    ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.input("train/adapter")
+    ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.input(final_adapter(cfg))
     ds = load_from_disk(str(run.input("tokenize/eval")))
     _check_eval(ec, len(ds))
     base = base_model_path(run)

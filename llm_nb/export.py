@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import Stage, save_figure, show_table
-from .model import base_model_path, load_model, load_tokenizer, save_tokenizer
+from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer
 from .track import log_scores
 from .env import peft_quietly
 from .chat import has_markers, stop_ids
@@ -328,18 +328,18 @@ def _gguf_files(merged:Path, # the merged checkpoint
     for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q, verbose=ec.verbose)
     return files
 
-EXPORT = Stage("export", reads=("train/adapter", "tokenize/eval", "model", "evaluate/lm_eval.json", "evaluate/tasks"),
+EXPORT = Stage("export", reads=(*ADAPTERS, "tokenize/eval", "model", "evaluate/lm_eval.json", "evaluate/tasks"),
                writes=("export",), weights=True)  # evaluate's scores and tasks, to score the GGUF files the same way
 
 @EXPORT
 def run_export(cfg, # the run's config
                run # the `Run`
               ) -> dict:
-    "train/adapter + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, verified → quality.*"
+    "The run's adapter (`final_adapter`) + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, verified → quality.*"
     ec = cfg.export
     out = run.stage_dir("export")
     base = base_model_path(run)
-    merged = merge_adapter(base, run.input("train/adapter"), out/"merged", cfg.model)
+    merged = merge_adapter(base, run.input(final_adapter(cfg)), out/"merged", cfg.model)
     for w in kquant_warnings(json.loads((merged/"config.json").read_text()), ec.quants): print("warning:", w)
     files = _gguf_files(merged, out, ec)
     counts = dict(merged_bytes=sum(f.stat().st_size for f in merged.rglob("*") if f.is_file()),

@@ -367,11 +367,12 @@ def dvc_stages(cfg:Config, # the config
                stages:dict # {name: runner} in pipeline order (`llm_nb.pipeline.STAGES`)
               ) -> dict:
     "dvc.yaml's stages: one per stage the config turns on, with its folders, inputs and sections, from its contract."
-    out = {}
+    out, written = {}, {f for fn in stages.values() if fn.contract.on(cfg) for f in fn.contract.folders_for(cfg)}
     for s, fn in stages.items():
         c = fn.contract
         if not c.on(cfg): continue
-        deps = [f"{run_dir}/{f}" for f in dict.fromkeys(Path(r).parts[0] for r in c.reads)]
+        deps = [f"{run_dir}/{f}" for f in dict.fromkeys(Path(r).parts[0] for r in c.reads)
+                if f in written]  # a folder no stage writes under this config (preference/ when it is off) is none
         out[s] = dvc_stage(s, sections_read(reached_code(fn)), deps + config_inputs(cfg, c, run_dir),
                            [f"{run_dir}/{f}" for f in c.folders_for(cfg)], cache=dvc_caches(cfg, c))
     return out

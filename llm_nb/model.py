@@ -16,12 +16,12 @@ from .records import decode_turns
 
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
-           'SP_MIN_COVERAGE', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL',
+           'SP_MIN_COVERAGE', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL', 'ADAPTERS',
            'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'load_tokenizer',
            'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table', 'add_lora',
            'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement', 'zero_state_bytes',
            'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory', 'local_model', 'run_model',
-           'base_model_path']
+           'base_model_path', 'final_adapter']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -415,3 +415,10 @@ def base_model_path(run:Run # a run whose model stage ran
                    ) -> str:
     "The base model the model stage chose: a folder (`{run}` filled in) or a hub id, from `model/model.json`."
     return str(expand(read_json(run.input("model/model.json"))["path"], run.dir))
+
+# %% ../nbs/20_model.ipynb #9566bc8c
+ADAPTERS = ("train/adapter", "preference/adapter")  # where the train and the preference stage write theirs
+
+def final_adapter(cfg) -> str: # the run's `Config` (`preference.method`)
+    "The run's adapter, relative to its folder: the preference stage's when the config turns it on, else train's."
+    return ADAPTERS[cfg.preference.method != "off"]

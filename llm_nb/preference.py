@@ -21,12 +21,12 @@ from .train import CheckpointMarker, NanGuard, check_optimizer, fit, precision, 
 from .track import start_wandb, wandb_mode, wandb_summary
 
 # %% auto #0
-__all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'PREFERENCE', 'BUILDERS',
-           'stored_pairs', 'read_pairs', 'split_pairs', 'answer_ids', 'answer_logps', 'greedy_answers',
-           'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args', 'preference_fingerprint', 'GuardedDPOTrainer',
-           'build_dpo_trainer', 'completion_text', 'exact_match_reward', 'words', 'f1_reward', 'regex_reward',
-           'reward_function', 'references', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves',
-           'implicit_accuracy', 'run_preference']
+__all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'SCORE_COLUMNS', 'PREFERENCE',
+           'BUILDERS', 'stored_pairs', 'read_pairs', 'split_pairs', 'answer_ids', 'answer_logps', 'greedy_answers',
+           'on_policy', 'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args', 'preference_fingerprint',
+           'GuardedDPOTrainer', 'build_dpo_trainer', 'completion_text', 'exact_match_reward', 'words', 'f1_reward',
+           'regex_reward', 'reward_function', 'references', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer',
+           'plot_curves', 'implicit_accuracy', 'run_preference']
 
 # %% ../nbs/26_preference.ipynb #pr000007
 def stored_pairs(src:Path # clean/clean.parquet
@@ -117,16 +117,26 @@ def greedy_answers(model, # a causal LM
     finally: tok.padding_side = side
     return [s.strip() for s in out]
 
+# %% ../nbs/26_preference.ipynb #cec04549
+def on_policy(pairs:list[dict], # preference pairs
+              said:list[str] # the model's answer to each pair's prompt (`greedy_answers`)
+             ) -> tuple[list[dict], int]:
+    "(`pairs` with the rejected answer replaced by the model's own where that is neither the chosen one nor empty, how many were)."
+    out = [dict(p, rejected=[{"role": "assistant", "content": s}]) if s and s != p["chosen"][0]["content"].strip() else p
+           for p, s in zip(pairs, said, strict=True)]
+    return out, sum(a is not b for a, b in zip(out, pairs))
+
 # %% ../nbs/26_preference.ipynb #pr000019
 def held_out_scores(model, # the model to score
                     tok, # the tokenizer with the run's chat template
                     pairs:list[dict], # held-out pairs
                     max_new_tokens:int, # `preference.max_new_tokens`
-                    reward=None # a reward function (TRL's signature, `reward_function`): its mean on the greedy answers
+                    reward=None, # a reward function (TRL's signature, `reward_function`): its mean on the greedy answers
+                    written:list[dict]|None=None # `pairs` as written, when `on_policy` swapped rejected answers in
                    ) -> dict:
     "Log-probabilities of chosen and rejected answers, preference accuracy, greedy exact match (and reward) on `pairs`."
-    lp = {side: answer_logps(model, tok.pad_token_id, [answer_ids(tok, p["prompt"], p[side]) for p in pairs])
-          for side in ("chosen", "rejected")}
+    logps = lambda ps, side: answer_logps(model, tok.pad_token_id, [answer_ids(tok, p["prompt"], p[side]) for p in ps])
+    lp = {side: logps(pairs, side) for side in ("chosen", "rejected")}
     said = greedy_answers(model, tok, [p["prompt"] for p in pairs], max_new_tokens)
     right = [p["chosen"][0]["content"].strip() for p in pairs]
     rewards = reward and reward(prompts=[p["prompt"] for p in pairs], reference=right,
@@ -134,7 +144,8 @@ def held_out_scores(model, # the model to score
     return dict(logps_chosen=lp["chosen"].tolist(), logps_rejected=lp["rejected"].tolist(),
                 accuracy=float(np.mean(lp["chosen"] > lp["rejected"])),
                 exact_match=float(np.mean([s == r for s, r in zip(said, right)])), answers=said,
-                **({"reward": float(np.mean(rewards)), "rewards": list(map(float, rewards))} if reward else {}))
+                **({"reward": float(np.mean(rewards)), "rewards": list(map(float, rewards))} if reward else {}),
+                **({"accuracy_written": float(np.mean(lp["chosen"] > logps(written, "rejected")))} if written else {}))
 
 # %% ../nbs/26_preference.ipynb #pr000021
 def sft_model(cfg, # the run's config (`model`)
@@ -322,13 +333,16 @@ def plot_curves(log:list[dict], # the Trainer's log history
     return save_figure(fig, path, dpi=CURVES_DPI)
 
 # %% ../nbs/26_preference.ipynb #pr000033
+SCORE_COLUMNS = {"accuracy": "preference accuracy", "accuracy_written": "accuracy, pairs as written",
+                 "exact_match": "exact match", "reward": "mean reward"}  # the scores a table shows, where a model has them
+
 def _scores_table(s:dict) -> str:
-    "Each model on the held-out pairs as markdown (its mean reward where the stage had one)."
-    reward = lambda m: f"{s[m]['reward']:.3f}" if "reward" in s[m] else "–"
-    rows = [f"| {m} | {s[m]['accuracy']:.3f} | {s[m]['exact_match']:.3f} | {reward(m)} | "
-            f"{np.mean(s[m]['logps_chosen']):.2f} | {np.mean(s[m]['logps_rejected']):.2f} |" for m in s]
-    return ("| model | preference accuracy | exact match | mean reward | mean log p(chosen) | mean log p(rejected) |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(rows))
+    "Each model on the held-out pairs as markdown: the `SCORE_COLUMNS` the stage measured, the mean log-probabilities."
+    cols = [k for k in SCORE_COLUMNS if any(k in s[m] for m in s)]
+    rows = [f"| {m} | " + " | ".join(f"{s[m][k]:.3f}" if k in s[m] else "–" for k in cols) +
+            f" | {np.mean(s[m]['logps_chosen']):.2f} | {np.mean(s[m]['logps_rejected']):.2f} |" for m in s]
+    return (f"| model | {' | '.join(SCORE_COLUMNS[k] for k in cols)} | mean log p(chosen) | mean log p(rejected) |\n"
+            + "|---" * (len(cols) + 3) + "|\n" + "\n".join(rows))
 
 def implicit_accuracy(sft:dict, dpo:dict) -> float:
     "DPO's implicit-reward accuracy on held-out pairs: the chosen answer's log-ratio to the SFT model above the rejected one's."
@@ -356,14 +370,13 @@ def _tune(cfg, run, out:Path, pairs:list[dict], drill=None) -> tuple:
     return trainer, res, events, wandb_summary(wb, run.dir)
 
 def _method_counts(method:str, log:list[dict], scores:dict) -> dict:
-    "What the run's log and scores say of its method: DPO's reward margins and implicit accuracy, GRPO's rewards."
+    "What the run's log and scores say of its method: DPO's reward margins and implicit accuracy, GRPO's logged rewards."
     if method == "dpo":
         margins = [h["rewards/margins"] for h in log if "rewards/margins" in h]  # every preference.logging_steps
         return dict(first_margin=margins[0], last_margin=margins[-1],
                     dpo_implicit_accuracy=implicit_accuracy(scores["sft"], scores["dpo"]))
     rewards = [h["reward"] for h in log if "reward" in h]
-    return dict(first_reward=rewards[0], last_reward=rewards[-1],
-                **{f"{m}_reward": scores[m]["reward"] for m in ("sft", "grpo")})
+    return dict(first_reward=rewards[0], last_reward=rewards[-1])
 
 @PREFERENCE
 def run_preference(cfg, # the run's config (`cfg.preference`)
@@ -379,11 +392,15 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
                                     "source of them to ingest.sources (records with chosen and rejected)")
     reward = reward_function(pc) if m == "grpo" else None  # before any training: a bad name stops the stage here
     tok = load_tokenizer(str(run.input("tokenize/tokenizer")))
-    scores = dict(sft=held_out_scores(sft_model(cfg, run), tok, held, pc.max_new_tokens, reward))
+    sft, written, swapped = sft_model(cfg, run), None, {}
+    if pc.rejected == "sft":  # on-policy pairs: the SFT model's own mistakes as the rejected answers
+        own = lambda ps: on_policy(ps, greedy_answers(sft, tok, [p["prompt"] for p in ps], pc.max_new_tokens))
+        written, (pairs, swapped["pairs"]), (held, swapped["heldout"]) = held, own(pairs), own(held)
+    scores = dict(sft=held_out_scores(sft, tok, held, pc.max_new_tokens, reward, written))
     trainer, res, events, tracked = _tune(cfg, run, out, pairs, drill)
     model = trainer.accelerator.unwrap_model(trainer.model)
     if "ref" in model.peft_config: model.delete_adapter("ref")  # the reference copy: not part of the result
-    scores[m] = held_out_scores(model, tok, held, pc.max_new_tokens, reward)
+    scores[m] = held_out_scores(model, tok, held, pc.max_new_tokens, reward, written)
     save_adapter(trainer, out/"adapter")
     if not trainer.is_world_process_zero(): return None
     log = trainer.state.log_history
@@ -391,7 +408,8 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
                   train_loss=res.training_loss, nan_events=len(events),
                   **({"loss_type": pc.loss_type, "beta": pc.beta} if m == "dpo" else
                      {"reward": pc.reward, "num_generations": pc.num_generations, "kl_beta": pc.kl_beta}),
-                  **{f"{k}_{s}": scores[k][s] for k in ("sft", m) for s in ("accuracy", "exact_match")},
+                  rejected=pc.rejected, **{f"on_policy_{k}": n for k, n in swapped.items()},
+                  **{f"{k}_{s}": scores[k][s] for k in ("sft", m) for s in SCORE_COLUMNS if s in scores[k]},
                   **_method_counts(m, log, scores)) | tracked
     (out/"log.json").write_text(json.dumps(log, indent=2))
     (out/"nan_events.json").write_text(json.dumps(events, indent=2))

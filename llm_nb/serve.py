@@ -10,7 +10,7 @@ import httpx
 from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
-from .model import base_model_path
+from .model import base_model_path, final_adapter
 from .export import LLAMA_CPP_VERSION, cache_dir, llama_threads
 
 # %% auto #0
@@ -196,7 +196,7 @@ def lora_rank(folder:Path, # a LoRA adapter folder
 
 def _more_loras(cfg, run) -> tuple[dict, int]:
     "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
-    out, rank = {}, lora_rank(run.input("train/adapter"), "serve.lora")
+    out, rank = {}, lora_rank(run.input(final_adapter(cfg)), "serve.lora")
     for name, path in cfg.serve.lora_modules.items():
         out[name] = run.path(path)
         rank = max(rank, lora_rank(out[name], f"serve.lora_modules.{name}"))
@@ -212,7 +212,7 @@ def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
     if sc.lora:
         base = base_model_path(run)
         more, rank = _more_loras(cfg, run)
-        return vllm_cmd(base, sc, port, lora=run.input("train/adapter"), lora_rank=rank, more_loras=more, **kw)
+        return vllm_cmd(base, sc, port, lora=run.input(final_adapter(cfg)), lora_rank=rank, more_loras=more, **kw)
     if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)
     return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
 
@@ -269,7 +269,7 @@ def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
                 ) -> list[Path]:
     "The run's files behind `serve.model`: a GGUF file, the merged folder, or the base model's record + adapter."
     sc, export = cfg.serve, run.input("export", missing_ok=True)
-    if sc.lora: return [run.input("model/model.json", missing_ok=True), run.input("train/adapter", missing_ok=True)]
+    if sc.lora: return [run.input("model/model.json", missing_ok=True), run.input(final_adapter(cfg), missing_ok=True)]
     return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
 
 def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
@@ -277,6 +277,6 @@ def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
                 ) -> None:
     "Refuse (`RunError`) to serve run files that differ from what their stage recorded, naming them and the fix."
     if not (bad := run.verify_outputs(served_files(cfg, run))): return
-    stage = "train" if cfg.serve.lora else "export"
+    stage = final_adapter(cfg).split("/")[0] if cfg.serve.lora else "export"
     raise RunError(f"serve: refusing to serve {'; '.join(bad)}: make it again with "
                    f"`llm_nb run {run.dir/'config.yaml'} --stages {stage}`")

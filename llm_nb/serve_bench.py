@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from .config import Config, load_config
+from .model import ADAPTERS
 from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_python
 from .bench import run_bench, bench_server, compare_table, plot_compare
@@ -16,7 +17,7 @@ from .monitor import watch_server, watchdog_running
 __all__ = ['SERVE_BENCH', 'COMPARED_KEYS', 'run_serve_bench', 'compare_engines']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
-SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", "train/adapter", "train/series.jsonl",
+SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", *ADAPTERS, "train/series.jsonl",
                                           "evaluate/tasks"),  # the chat tasks, asked of each server
                     writes=("serve", "bench", "monitor"), entry="serve",  # the manifest: serve, bench, compare
                     when={"monitor": lambda cfg: cfg.monitor.prometheus or cfg.monitor.watchdog})

@@ -90,3 +90,16 @@ def test_grpo_stops_sampling_at_the_end_of_a_turn_and_calls_the_users_reward(pre
     assert set(scores) == {"sft", "grpo"} and len(scores["grpo"]["rewards"]) == 8, scores.keys()
     adapter = prepared.dir/"preference"/"adapter"
     assert (adapter/"adapter_model.safetensors").exists() and not (adapter/"ref").exists()
+
+def test_evaluate_takes_the_preference_adapter(prepared):
+    """With the preference stage on, evaluate scores `preference/adapter` (`final_adapter`), as export and the servers
+    take it: the fine-tuned perplexity differs from the SFT adapter's, on the same base and the same eval blocks."""
+    from llm_nb.evaluate import run_evaluate
+    cfg = load_config(prepared.cfg.model_dump(), **{"preference.max_steps": 4, "preference.save_steps": 0,
+                                                    "evaluate.max_batches": 2, "evaluate.local_tasks": [],
+                                                    "evaluate.tasks": []})
+    run_preference(cfg, prepared)
+    tuned = run_evaluate(cfg, prepared)
+    sft = run_evaluate(load_config(cfg.model_dump(), **{"preference.method": "off"}), prepared)
+    assert tuned["ppl_before"] == sft["ppl_before"] and tuned["eval_tokens"] == sft["eval_tokens"], (tuned, sft)
+    assert abs(tuned["ppl_after"] - sft["ppl_after"]) > 1e-6, (tuned, sft)
