@@ -339,6 +339,9 @@ class PreferenceCfg(Section):
     # the rejected side of each pair (training and held out): data = the pair's own; sft = the SFT model's greedy
     # answer wherever it is not the chosen one (on-policy pairs, as SPIN and iterative DPO make them), else the pair's
     rejected: Literal["data", "sft"] = "data"
+    # GRPO's prompts: the pairs' (each chosen answer the reference), or the cleaned conversations' (every turn before
+    # the last answer, which is the reference; `eval_frac` of them held out unless `heldout` names pairs)
+    prompts: Literal["pairs", "conversations"] = "pairs"
     # GRPO: the reward of a completion, given the pair's chosen answer as its reference: exact_match, f1 (word
     # overlap), regex (a format reward: the completion matches reward_regex as a whole), or `module:function` (TRL's
     # reward signature: `f(prompts, completions, reference, **kw) -> list[float]`)
@@ -358,6 +361,9 @@ class PreferenceCfg(Section):
             raise ValueError("preference.reward=regex needs preference.reward_regex, the pattern a completion must match")
         if self.reward not in ("exact_match", "f1", "regex") and ":" not in self.reward:
             raise ValueError(f"preference.reward={self.reward!r}: exact_match, f1, regex, or a `module:function`")
+        if self.prompts == "conversations" and (self.method != "grpo" or self.rejected != "data"):
+            raise ValueError("preference.prompts=conversations is GRPO's (preference.method: grpo): conversations have "
+                             "no rejected answer, for DPO or for preference.rejected: sft to replace")
         return self
 
 

@@ -17,24 +17,35 @@ from .run import Stage, save_figure, show_table
 from .model import base_model_path, load_model, load_tokenizer
 from .env import env_report, resolve_loading
 from .chat import stop_ids
-from .train import CheckpointMarker, NanGuard, check_optimizer, fit, precision, save_adapter, train_fingerprint
+from .train import (CheckpointMarker, NanGuard, check_optimizer, fit, join_deepspeed, precision, save_adapter,
+                          train_fingerprint)
+from .deepspeed_config import deepspeed_config, world_size
 from .track import start_wandb, wandb_mode, wandb_summary
 
 # %% auto #0
-__all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'SCORE_COLUMNS', 'PREFERENCE',
-           'BUILDERS', 'stored_pairs', 'read_pairs', 'split_pairs', 'answer_ids', 'answer_logps', 'greedy_answers',
-           'on_policy', 'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args', 'preference_fingerprint',
-           'GuardedDPOTrainer', 'build_dpo_trainer', 'completion_text', 'exact_match_reward', 'words', 'f1_reward',
-           'regex_reward', 'reward_function', 'references', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer',
-           'plot_curves', 'implicit_accuracy', 'run_preference']
+__all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'SCORE_COLUMNS', 'LOGP_COLUMNS',
+           'PREFERENCE', 'BUILDERS', 'stored_pairs', 'stored_conversations', 'read_pairs', 'split_pairs', 'answer_ids',
+           'answer_logps', 'greedy_answers', 'on_policy', 'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args',
+           'preference_fingerprint', 'GuardedDPOTrainer', 'trainer_setup', 'build_dpo_trainer', 'completion_text',
+           'exact_match_reward', 'words', 'f1_reward', 'regex_reward', 'reward_function', 'references', 'grpo_args',
+           'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves', 'implicit_accuracy', 'run_preference']
 
 # %% ../nbs/26_preference.ipynb #pr000007
+def _stored_turns(src:Path) -> list[list[dict]]: # clean/clean.parquet
+    "The turns of each conversation and pair among the cleaned records (plain texts left out)."
+    import pyarrow.parquet as pq
+    return [decode_turns(t) for t in pq.read_table(src, columns=["text"])["text"].to_pylist() if t.startswith(TURN_MARK)]
+
 def stored_pairs(src:Path # clean/clean.parquet
                 ) -> list[dict]:
     "TRL's conversational preference examples {prompt, chosen, rejected} of the pairs among the cleaned records."
-    import pyarrow.parquet as pq
-    texts = pq.read_table(src, columns=["text"])["text"].to_pylist()
-    return [p for t in texts if t.startswith(TURN_MARK) and (p := pair_of(decode_turns(t)))]
+    return [p for turns in _stored_turns(src) if (p := pair_of(turns))]
+
+def stored_conversations(src:Path # clean/clean.parquet
+                        ) -> list[dict]:
+    "GRPO's examples of the cleaned conversations: {prompt: the turns before the last answer, chosen: that answer}."
+    return [dict(prompt=turns[:-1], chosen=[dict(role="assistant", content=turns[-1]["content"])])
+            for turns in _stored_turns(src) if not pair_of(turns) and len(turns) > 1 and turns[-1]["role"] == "assistant"]
 
 # %% ../nbs/26_preference.ipynb #pr000010
 def read_pairs(path:Path # a JSONL file of preference records
@@ -129,20 +140,20 @@ def on_policy(pairs:list[dict], # preference pairs
 # %% ../nbs/26_preference.ipynb #pr000019
 def held_out_scores(model, # the model to score
                     tok, # the tokenizer with the run's chat template
-                    pairs:list[dict], # held-out pairs
+                    pairs:list[dict], # held-out pairs (or GRPO's held-out conversations: no rejected side)
                     max_new_tokens:int, # `preference.max_new_tokens`
                     reward=None, # a reward function (TRL's signature, `reward_function`): its mean on the greedy answers
                     written:list[dict]|None=None # `pairs` as written, when `on_policy` swapped rejected answers in
                    ) -> dict:
     "Log-probabilities of chosen and rejected answers, preference accuracy, greedy exact match (and reward) on `pairs`."
     logps = lambda ps, side: answer_logps(model, tok.pad_token_id, [answer_ids(tok, p["prompt"], p[side]) for p in ps])
-    lp = {side: logps(pairs, side) for side in ("chosen", "rejected")}
+    lp = {side: logps(pairs, side) for side in ("chosen", "rejected") if all(side in p for p in pairs)}
     said = greedy_answers(model, tok, [p["prompt"] for p in pairs], max_new_tokens)
     right = [p["chosen"][0]["content"].strip() for p in pairs]
     rewards = reward and reward(prompts=[p["prompt"] for p in pairs], reference=right,
                                 completions=[[{"role": "assistant", "content": s}] for s in said])
-    return dict(logps_chosen=lp["chosen"].tolist(), logps_rejected=lp["rejected"].tolist(),
-                accuracy=float(np.mean(lp["chosen"] > lp["rejected"])),
+    ranked = lambda r: {"logps_rejected": r.tolist(), "accuracy": float(np.mean(lp["chosen"] > r))}
+    return dict(logps_chosen=lp["chosen"].tolist(), **(ranked(lp["rejected"]) if "rejected" in lp else {}),
                 exact_match=float(np.mean([s == r for s, r in zip(said, right)])), answers=said,
                 **({"reward": float(np.mean(rewards)), "rewards": list(map(float, rewards))} if reward else {}),
                 **({"accuracy_written": float(np.mean(lp["chosen"] > logps(written, "rejected")))} if written else {}))
@@ -162,10 +173,12 @@ def trainer_args(cfg, # the run's `Config`
                  out_dir:Path, # the Trainer's output folder (checkpoints)
                  use_cpu:bool, # train on the CPU even when a GPU is there
                  prec:str="fp32", # from `precision`
-                 report_to:str|list="none" # "none", or ["wandb"]
+                 report_to:str|list="none", # "none", or ["wandb"]
+                 ds:dict|None=None # a DeepSpeed config from `deepspeed_config` (None: no DeepSpeed)
                 ) -> dict:
     """The Trainer's arguments both methods share: `cfg.preference`'s steps, rate, batch and checkpoints, `cfg.train`'s
-    optimizer, scheduler, clipping, checkpoint limit and activation checkpointing, the run's precision and seed."""
+    optimizer, scheduler, clipping, checkpoint limit and activation checkpointing, the run's precision, seed and
+    DeepSpeed config."""
     p, t = cfg.preference, cfg.train
     save = ("steps", p.save_steps) if p.save_steps else ("no", None)
     return dict(
@@ -176,10 +189,10 @@ def trainer_args(cfg, # the run's `Config`
         save_total_limit=t.save_total_limit, eval_strategy="no", bf16=prec == "bf16", fp16=prec == "fp16",
         report_to=report_to, activation_checkpointing=t.gradient_checkpointing,  # TRL's defaults: bf16, checkpointing on
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        use_cpu=use_cpu, seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0)
+        use_cpu=use_cpu, seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0, deepspeed=ds)
 
 def dpo_args(cfg, # the run's `Config`
-             *a, # `trainer_args`' out_dir, use_cpu, prec, report_to
+             *a, # `trainer_args`' out_dir, use_cpu, prec, report_to, ds
              **kw) -> DPOConfig:
     "TRL's `DPOConfig`: `trainer_args` and DPO's beta, loss and the length of a prompt with its answer."
     p = cfg.preference
@@ -200,6 +213,18 @@ def preference_fingerprint(cfg) -> dict: # the run's `Config`
 class GuardedDPOTrainer(NanGuard, DPOTrainer):
     "TRL's `DPOTrainer` with the `NanGuard`: the NaN policy and a learning rate that a rollback can scale."
 
+def trainer_setup(cfg) -> tuple: # the run's `Config`
+    """Before a trainer's model is made: the run's seed, its optimizer checked, DeepSpeed's process group joined when
+    `cfg.deepspeed` is on; (use_cpu, precision, DeepSpeed config or None), as `trainer_args` takes them."""
+    from transformers import set_seed
+    set_seed(cfg.run.seed)
+    rep = env_report()
+    check_optimizer(cfg.train, rep)
+    use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
+    ds = deepspeed_config(cfg, pin_memory=not use_cpu)
+    if ds: join_deepspeed(use_cpu)
+    return use_cpu, precision(cfg.train, rep), ds
+
 def build_dpo_trainer(cfg, # the run's `Config`
                       run, # the run: model/, train/adapter, tokenize/tokenizer
                       out:Path, # the stage's folder
@@ -209,12 +234,8 @@ def build_dpo_trainer(cfg, # the run's `Config`
                      ) -> GuardedDPOTrainer:
     "A `GuardedDPOTrainer` of the SFT policy on `pairs` (TRL copies the SFT adapter as the frozen reference)."
     from datasets import Dataset
-    from transformers import set_seed
-    set_seed(cfg.run.seed)
-    rep = env_report()
-    check_optimizer(cfg.train, rep)
-    use_cpu = resolve_loading(cfg.model, rep)["use_cpu"]
-    args = dpo_args(cfg, out/"checkpoints", use_cpu, precision(cfg.train, rep), report_to)
+    use_cpu, prec, ds = trainer_setup(cfg)
+    args = dpo_args(cfg, out/"checkpoints", use_cpu, prec, report_to, ds)
     return GuardedDPOTrainer(model=sft_model(cfg, run, trainable=True), args=args, train_dataset=Dataset.from_list(pairs),
                              processing_class=load_tokenizer(str(run.input("tokenize/tokenizer"))),
                              callbacks=[CheckpointMarker(preference_fingerprint(cfg))],
@@ -271,7 +292,7 @@ def references(pairs:list[dict]) -> list[dict]: # pairs in TRL's conversational 
 
 # %% ../nbs/26_preference.ipynb #d4e7a0c0
 def grpo_args(cfg, # the run's `Config`
-              *a, # `trainer_args`' out_dir, use_cpu, prec, report_to
+              *a, # `trainer_args`' out_dir, use_cpu, prec, report_to, ds
               **kw) -> GRPOConfig:
     "TRL's `GRPOConfig`: `trainer_args` and GRPO's group size, sampling, completion length and KL coefficient."
     p = cfg.preference
@@ -287,19 +308,15 @@ def build_grpo_trainer(cfg, # the run's `Config`
                        out:Path, # the stage's folder
                        lr_scale:float=1.0, # learning rate factor (a rollback lowers it)
                        report_to:str|list="none", # "none", or ["wandb"]
-                       pairs:list[dict]|None=None # the pairs whose prompts (and chosen answers) it tunes on
+                       pairs:list[dict]|None=None # the pairs (or conversations) whose prompts and chosen answers it tunes on
                       ) -> GuardedGRPOTrainer:
     "A `GuardedGRPOTrainer` of the SFT policy on the prompts of `pairs`, rewarded by `preference.reward`."
     from datasets import Dataset
-    from transformers import set_seed
-    set_seed(cfg.run.seed)
-    rep = env_report()
-    check_optimizer(cfg.train, rep)
+    use_cpu, prec, ds = trainer_setup(cfg)
     tok = load_tokenizer(str(run.input("tokenize/tokenizer")))
     model = sft_model(cfg, run, trainable=True)
     model.generation_config.eos_token_id = stop_ids(tok, tok.chat_template)  # a completion ends with its turn
-    args = grpo_args(cfg, out/"checkpoints", resolve_loading(cfg.model, rep)["use_cpu"], precision(cfg.train, rep),
-                     report_to)
+    args = grpo_args(cfg, out/"checkpoints", use_cpu, prec, report_to, ds)
     return GuardedGRPOTrainer(model=model, reward_funcs=reward_function(cfg.preference), args=args,
                               train_dataset=Dataset.from_list(references(pairs)), processing_class=tok,
                               callbacks=[CheckpointMarker(preference_fingerprint(cfg))],
@@ -335,14 +352,15 @@ def plot_curves(log:list[dict], # the Trainer's log history
 # %% ../nbs/26_preference.ipynb #pr000033
 SCORE_COLUMNS = {"accuracy": "preference accuracy", "accuracy_written": "accuracy, pairs as written",
                  "exact_match": "exact match", "reward": "mean reward"}  # the scores a table shows, where a model has them
+LOGP_COLUMNS = {"logps_chosen": "mean log p(chosen)", "logps_rejected": "mean log p(rejected)"}  # their means
 
 def _scores_table(s:dict) -> str:
-    "Each model on the held-out pairs as markdown: the `SCORE_COLUMNS` the stage measured, the mean log-probabilities."
-    cols = [k for k in SCORE_COLUMNS if any(k in s[m] for m in s)]
-    rows = [f"| {m} | " + " | ".join(f"{s[m][k]:.3f}" if k in s[m] else "–" for k in cols) +
-            f" | {np.mean(s[m]['logps_chosen']):.2f} | {np.mean(s[m]['logps_rejected']):.2f} |" for m in s]
-    return (f"| model | {' | '.join(SCORE_COLUMNS[k] for k in cols)} | mean log p(chosen) | mean log p(rejected) |\n"
-            + "|---" * (len(cols) + 3) + "|\n" + "\n".join(rows))
+    "Each model on the held-out pairs as markdown: the `SCORE_COLUMNS` and `LOGP_COLUMNS` the stage measured."
+    names = SCORE_COLUMNS | LOGP_COLUMNS
+    cols = [k for k in names if any(k in s[m] for m in s)]
+    cell = lambda v: "–" if v is None else f"{np.mean(v):.2f}" if isinstance(v, list) else f"{v:.3f}"
+    rows = [f"| {m} | " + " | ".join(cell(s[m].get(k)) for k in cols) + " |" for m in s]
+    return f"| model | {' | '.join(names[k] for k in cols)} |\n" + "|---" * (len(cols) + 1) + "|\n" + "\n".join(rows)
 
 def implicit_accuracy(sft:dict, dpo:dict) -> float:
     "DPO's implicit-reward accuracy on held-out pairs: the chosen answer's log-ratio to the SFT model above the rejected one's."
@@ -363,7 +381,8 @@ def _tune(cfg, run, out:Path, pairs:list[dict], drill=None) -> tuple:
     answers = 2 if p.method == "dpo" else 1  # a DPO example is both answers of a pair; a GRPO one a completion
     tokens = p.batch_size * p.grad_accum * answers * (p.max_length or cfg.tokenize.max_length)
     try: trainer, res, events = fit(cfg, run, out, drill, wb, build=functools.partial(BUILDERS[p.method], pairs=pairs),
-                                    fingerprint=preference_fingerprint(cfg), tokens=tokens)
+                                    fingerprint=preference_fingerprint(cfg), tokens=tokens,
+                                    panels=CURVES[p.method][1:])  # the live dashboard's third row: curves.png's panels
     except BaseException:
         if wb: wb.finish(exit_code=1)
         raise
@@ -387,9 +406,10 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     pc, m = cfg.preference, cfg.preference.method
     if m == "off": return print("preference: off (preference.method is off)")
     out = run.stage_dir("preference")
-    pairs, held = split_pairs(stored_pairs(run.input("clean/clean.parquet")), pc, run, cfg.run.seed)
-    if not pairs: raise ConfigError(f"preference.method={m}: the cleaned records hold no preference pairs: add a "
-                                    "source of them to ingest.sources (records with chosen and rejected)")
+    stored = stored_conversations if pc.prompts == "conversations" else stored_pairs
+    pairs, held = split_pairs(stored(run.input("clean/clean.parquet")), pc, run, cfg.run.seed)
+    if not pairs: raise ConfigError(f"preference.method={m}: the cleaned records hold no {pc.prompts}: add a source of "
+                                    "them to ingest.sources (pairs: records with chosen and rejected)")
     reward = reward_function(pc) if m == "grpo" else None  # before any training: a bad name stops the stage here
     tok = load_tokenizer(str(run.input("tokenize/tokenizer")))
     sft, written, swapped = sft_model(cfg, run), None, {}
@@ -397,6 +417,7 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
         own = lambda ps: on_policy(ps, greedy_answers(sft, tok, [p["prompt"] for p in ps], pc.max_new_tokens))
         written, (pairs, swapped["pairs"]), (held, swapped["heldout"]) = held, own(pairs), own(held)
     scores = dict(sft=held_out_scores(sft, tok, held, pc.max_new_tokens, reward, written))
+    del sft  # a whole model: not kept beside the one training
     trainer, res, events, tracked = _tune(cfg, run, out, pairs, drill)
     model = trainer.accelerator.unwrap_model(trainer.model)
     if "ref" in model.peft_config: model.delete_adapter("ref")  # the reference copy: not part of the result
@@ -404,10 +425,12 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     save_adapter(trainer, out/"adapter")
     if not trainer.is_world_process_zero(): return None
     log = trainer.state.log_history
-    counts = dict(method=m, pairs=len(pairs), heldout_pairs=len(held), steps=trainer.state.global_step,
+    counts = dict(method=m, pairs=len(pairs), heldout_pairs=len(held), steps=trainer.state.global_step, ranks=world_size(),
+                  zero_stage=cfg.deepspeed.stage if trainer.is_deepspeed_enabled else "off",
                   train_loss=res.training_loss, nan_events=len(events),
                   **({"loss_type": pc.loss_type, "beta": pc.beta} if m == "dpo" else
-                     {"reward": pc.reward, "num_generations": pc.num_generations, "kl_beta": pc.kl_beta}),
+                     {"reward": pc.reward, "num_generations": pc.num_generations, "kl_beta": pc.kl_beta,
+                      "prompts": pc.prompts}),
                   rejected=pc.rejected, **{f"on_policy_{k}": n for k, n in swapped.items()},
                   **{f"{k}_{s}": scores[k][s] for k in ("sft", m) for s in SCORE_COLUMNS if s in scores[k]},
                   **_method_counts(m, log, scores)) | tracked

@@ -89,10 +89,11 @@ def log_row(step:int, # the optimizer step of the log
             seconds:float, # since training began
             since:tuple, # (step, seconds) of the last row that had tokens/s
             tokens_per_step:int, # tokens in one global batch
-            system:dict|None=None # the latest `SystemSampler` reading
+            system:dict|None=None, # the latest `SystemSampler` reading
+            keys:tuple=LOG_KEYS # the log keys kept (a stage's own panels add theirs)
            ) -> dict:
     "One row of the dashboard's series."
-    row = {"step": step, "seconds": round(seconds, 3)} | {k: logs[k] for k in LOG_KEYS if k in logs}
+    row = {"step": step, "seconds": round(seconds, 3)} | {k: logs[k] for k in keys if k in logs}
     if step > since[0] and seconds > since[1]:
         row["tokens_per_s"] = (step - since[0]) * tokens_per_step / (seconds - since[1])
     return row | {f"system/{k}": v for k, v in (system or {}).items() if k != "time"}
@@ -126,13 +127,15 @@ def _system_panels(samples:list) -> tuple[list, list]:
 
 def plot_dashboard(rows:list, # `log_row` rows
                    samples:list, # `SystemSampler.samples`
-                   title:str="training" # the figure's title
+                   title:str="training", # the figure's title
+                   panels:tuple=() # a stage's own panels, a third row: (title, (log key, ...)) each, 3 at most
                   ):
-    "Loss, learning rate, gradient norm, tokens/s by step; memory and utilization by time: a 2×3 `Figure`."
+    "Loss, learning rate, gradient norm, tokens/s by step; memory and utilization by time (and `panels`): a `Figure`."
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(11, 5.5), dpi=80)
-    fig.subplots_adjust(left=.07, right=.98, top=.88, bottom=.1, wspace=.3, hspace=.45)  # fixed: no layout pass
-    axs = fig.subplots(2, 3).ravel()
+    n = 2 + bool(panels)
+    fig = Figure(figsize=(11, 2.75 * n), dpi=80)
+    fig.subplots_adjust(left=.07, right=.98, top=1 - .12 * 2 / n, bottom=.1 * 2 / n, wspace=.3, hspace=.45)  # no layout pass
+    axs = fig.subplots(n, 3).ravel()
     def draw(ax, pts, label, style="-"):
         if pts: ax.plot(*zip(*pts), style, label=label, ms=3)
     for ax, key, label, style in ((axs[0], "loss", "train", "o-"), (axs[0], "eval_loss", "eval", "s--"),
@@ -143,11 +146,15 @@ def plot_dashboard(rows:list, # `log_row` rows
     for ax, series in zip(axs[4:], _system_panels(samples)):
         for key, scale, label in series:
             draw(ax, [(s["time"] - t0, s[key] * scale) for s in samples if s.get(key) is not None], label)
-    names = ("loss", "learning rate", "gradient norm", "tokens/s", "memory (GiB)", "utilization (%)")
+    for ax, (_, keys) in zip(axs[6:], panels):
+        for key in keys: draw(ax, [(r["step"], r[key]) for r in rows if r.get(key) is not None], key.split("/")[-1])
+    names = ("loss", "learning rate", "gradient norm", "tokens/s", "memory (GiB)", "utilization (%)") + tuple(
+        name for name, _ in panels)
     for i, (ax, name) in enumerate(zip(axs, names)):
-        ax.set(title=name, xlabel="step" if i < 4 else "seconds")
+        ax.set(title=name, xlabel="seconds" if i in (4, 5) else "step")
         ax.grid(alpha=.3)
-        if ax.get_legend_handles_labels()[0] and i in (0, 4, 5): ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0] and (i in (0, 4, 5) or i > 5): ax.legend(fontsize=8)
+    for ax in axs[len(names):]: ax.set_visible(False)
     fig.suptitle(title)
     return fig
 
@@ -212,24 +219,26 @@ def svg_panel(name:str, # the panel's title
 def svg_dashboard(rows:list, # `log_row` rows
                   samples:list, # `SystemSampler.samples`
                   title:str="training", # the picture's title
-                  note:str="" # a line under it, in red: why the run stopped
+                  note:str="", # a line under it, in red: why the run stopped
+                  panels:tuple=() # a stage's own panels, as `plot_dashboard` takes them
                  ) -> str:
-    "The six panels of `plot_dashboard` as one SVG document, written directly: a few milliseconds, not a render."
+    "The panels of `plot_dashboard` as one SVG document, written directly: a few milliseconds, not a render."
     by_step = lambda key: [(r["step"], r.get(key)) for r in rows if key in r]
     t0 = samples[0]["time"] if samples else 0
     mem, use = _system_panels(samples)
     by_time = lambda series: [(label, [(s["time"] - t0, s[k] * scale if s.get(k) is not None else None)
                                        for s in samples]) for k, scale, label in series]
-    panels = [("loss", [("train", by_step("loss")), ("eval", by_step("eval_loss"))], "step"),
-              ("learning rate", [(None, by_step("learning_rate"))], "step"),
-              ("gradient norm", [(None, by_step("grad_norm"))], "step"),
-              ("tokens/s", [(None, by_step("tokens_per_s"))], "step"),
-              ("memory (GiB)", by_time(mem), "s"), ("utilization (%)", by_time(use), "s")]
+    drawn = [("loss", [("train", by_step("loss")), ("eval", by_step("eval_loss"))], "step"),
+             ("learning rate", [(None, by_step("learning_rate"))], "step"),
+             ("gradient norm", [(None, by_step("grad_norm"))], "step"),
+             ("tokens/s", [(None, by_step("tokens_per_s"))], "step"),
+             ("memory (GiB)", by_time(mem), "s"), ("utilization (%)", by_time(use), "s")] + [
+             (name, [(k.split("/")[-1], by_step(k)) for k in keys], "step") for name, keys in panels]
     body = [f'<g transform="translate({(i % 3) * _W},{32 + (i // 3) * _H})">'
-            + svg_panel(n, [(l, s) for l, s in ser if s], x) + "</g>" for i, (n, ser, x) in enumerate(panels)]
-    head = _text(_W * 1.5, 20, title, 14, "middle")
-    if note: head += _text(_W * 1.5, 32 + 2 * _H + 14, note, 12, "middle", "#b00020")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * _W}" height="{2 * _H + 32 + 20 * bool(note)}" '
+            + svg_panel(n, [(l, s) for l, s in ser if s], x) + "</g>" for i, (n, ser, x) in enumerate(drawn)]
+    head, h = _text(_W * 1.5, 20, title, 14, "middle"), (len(drawn) + 2) // 3 * _H  # a row per 3 panels
+    if note: head += _text(_W * 1.5, 32 + h + 14, note, 12, "middle", "#b00020")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * _W}" height="{h + 32 + 20 * bool(note)}" '
             f'font-family="sans-serif">{head}{"".join(body)}</svg>')
 
 # %% ../nbs/23_track.ipynb #t0000031
@@ -239,9 +248,11 @@ class LiveDashboard(TrainerCallback):
                  tokens_per_step:int, # tokens in one global batch
                  cfg:TrackCfg|None=None, # `Config.track` (None: its defaults)
                  sampler:SystemSampler|None=None, # default: a new one per `cfg`
-                 wandb_run=None # a W&B run (`start_wandb`) that also gets tokens/s and the system readings
+                 wandb_run=None, # a W&B run (`start_wandb`) that also gets tokens/s and the system readings
+                 panels:tuple=() # a stage's own panels: (title, (log key, ...)) each, 3 at most (`plot_dashboard`)
                 ):
         self.out, self.tokens_per_step, self.cfg = Path(out_dir), tokens_per_step, cfg or TrackCfg()
+        self.panels, self.keys = tuple(panels), LOG_KEYS + tuple(k for _, keys in panels for k in keys)
         self.wandb = wandb_run
         self.live = in_jupyter() if self.cfg.live == "auto" else self.cfg.live
         self.sampler = sampler or SystemSampler(self.cfg.sample_s, self.cfg.gpus)
@@ -261,7 +272,7 @@ class LiveDashboard(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kw):
         if not state.is_world_process_zero or not any(k in (logs or {}) for k in LOG_KEYS): return
         row = log_row(state.global_step, logs or {}, time.time() - self.t0, self.since, self.tokens_per_step,
-                      self.sampler.samples[-1] if self.sampler.samples else None)
+                      self.sampler.samples[-1] if self.sampler.samples else None, self.keys)
         if "tokens_per_s" in row: self.since = (row["step"], row["seconds"])
         self.rows.append(row)
         with open(self.series, "a") as f: f.write(json.dumps(row) + "\n")
@@ -294,7 +305,7 @@ def redraw(self:LiveDashboard, png:bytes|None=None): # the picture, if already r
     "Show the dashboard (the SVG while training runs; the final PNG), in place after the first, and schedule the next."
     from IPython.display import display
     t = time.perf_counter()
-    live = lambda: svg_dashboard(self.rows, self.sampler.samples, self.title, self.note)
+    live = lambda: svg_dashboard(self.rows, self.sampler.samples, self.title, self.note, self.panels)
     shown = {"image/png": png} if png else {"image/svg+xml": live()}
     if self.handle is None: self.handle = display(shown, raw=True, display_id=True)
     else: self.handle.update(shown, raw=True)
@@ -306,7 +317,7 @@ def redraw(self:LiveDashboard, png:bytes|None=None): # the picture, if already r
 def finish(self:LiveDashboard) -> dict:
     "Write series.csv, system.csv and dashboard.png (and show it, live); returns their paths."
     title = f"{self.title}: {self.note}" if self.note else self.title
-    png = figure_png(plot_dashboard(self.rows, self.sampler.samples, title))
+    png = figure_png(plot_dashboard(self.rows, self.sampler.samples, title, self.panels))
     (self.out/"dashboard.png").write_bytes(png)
     paths = dict(series=write_csv(self.rows, self.out/"series.csv"), png=self.out/"dashboard.png",
                  system=write_csv(self.sampler.samples, self.out/"system.csv"))

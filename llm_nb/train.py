@@ -276,13 +276,14 @@ def fit(cfg, # the run's `Config`: train.resume, nan_policy, max_rollbacks; trac
         wandb_run=None, # the W&B run the dashboard logs to
         build=None, # `build(cfg, run, out, lr_scale, report_to)` → a `NanGuard` trainer (default: `build_trainer`)
         fingerprint:dict|None=None, # what a checkpoint to resume must match (default: `train_fingerprint(cfg)`)
-        tokens:int|None=None # tokens per optimizer step, for the dashboard (default: SFT's global batch of blocks)
+        tokens:int|None=None, # tokens per optimizer step, for the dashboard (default: SFT's global batch of blocks)
+        panels:tuple=() # the dashboard's panels of the stage's own log keys (`LiveDashboard`)
        ) -> tuple:
     "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
     ckpt = resume_checkpoint(cfg, out/"checkpoints", fingerprint)
     if ckpt is None: clear_checkpoints(out/"checkpoints")
     tokens = tokens or batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
-    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run)
+    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run, panels=panels)
     try: return _attempts(cfg, run, out, ckpt, dash, drill, build)
     except BaseException as e:  # the dashboard says why, rather than stay at its last picture
         step = dash.rows[-1]["step"] if dash.rows else 0

@@ -103,3 +103,46 @@ def test_evaluate_takes_the_preference_adapter(prepared):
     sft = run_evaluate(load_config(cfg.model_dump(), **{"preference.method": "off"}), prepared)
     assert tuned["ppl_before"] == sft["ppl_before"] and tuned["eval_tokens"] == sft["eval_tokens"], (tuned, sft)
     assert abs(tuned["ppl_after"] - sft["ppl_after"]) > 1e-6, (tuned, sft)
+
+def test_dpo_under_deepspeed_zero2_on_two_ranks_saves_the_adapter_it_scored(prepared, tmp_path):
+    """DPO as SFT runs under DeepSpeed: ZeRO-2 on 2 CPU ranks (torchrun, gloo), each rank half of every batch. The saved
+    adapter is the model the stage scored: reloaded on one process, its held-out log-probabilities are scores.json's."""
+    import socket, torch
+    from llm_nb.preference import answer_ids, answer_logps, read_pairs
+    from peft import PeftModel
+    from llm_nb.model import load_model, base_model_path
+    shutil.copytree(prepared.dir, tmp_path/"z2")
+    cfg = load_config(prepared.cfg.model_dump(), **{"run.root": str(tmp_path), "run.name": "z2", "deepspeed.stage": 2,
+                                                    "preference.max_steps": 4, "preference.save_steps": 0,
+                                                    "preference.batch_size": 2})
+    (p := tmp_path/"z2.yaml").write_text(to_yaml(cfg))
+    with socket.socket() as s: s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]  # torchrun hangs on port 0
+    r = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(port), LLM_NB, "run", p, "--stages",
+                        "preference"], capture_output=True, text=True, env=ENV, timeout=900)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    rep = json.loads((tmp_path/"z2"/"report.json").read_text())["stages"]["preference"]
+    assert (rep["steps"], rep["ranks"], rep["zero_stage"]) == (4, 2, 2), rep
+    assert rep["last_margin"] != rep["first_margin"], rep  # it trained
+    from llm_nb.run import Run
+    run = Run(tmp_path/"z2", cfg)
+    held = read_pairs(tmp_path/"z2"/"synth"/"chat"/"preference_heldout.jsonl")
+    tok = load_tokenizer(str(run.dir/"tokenize"/"tokenizer"))
+    model = PeftModel.from_pretrained(load_model(base_model_path(run), cfg.model), str(run.dir/"preference"/"adapter"))
+    got = answer_logps(model.eval(), tok.pad_token_id, [answer_ids(tok, h["prompt"], h["chosen"]) for h in held])
+    want = json.loads((run.dir/"preference"/"scores.json").read_text())["dpo"]["logps_chosen"]
+    assert torch.allclose(torch.as_tensor(got, dtype=torch.float64), torch.tensor(want, dtype=torch.float64), atol=1e-3), (got, want)
+
+def test_grpo_on_conversations_needs_no_pairs(prepared):
+    """`preference.prompts: conversations`: GRPO's prompts are the cleaned conversations' (their last answer the
+    reference), eval_frac of them held out and scored by exact match and reward (no rejected side: no accuracy)."""
+    cfg = load_config(prepared.cfg.model_dump(), **{
+        "preference.method": "grpo", "preference.prompts": "conversations", "preference.heldout": "",
+        "preference.eval_frac": 0.05, "preference.reward": "f1", "preference.num_generations": 2,
+        "preference.batch_size": 4, "preference.max_steps": 2, "preference.save_steps": 0})
+    c = run_preference(cfg, prepared)
+    from llm_nb.preference import stored_conversations
+    n = len(stored_conversations(prepared.dir/"clean"/"clean.parquet"))
+    assert (c["prompts"], c["steps"], c["pairs"] + c["heldout_pairs"]) == ("conversations", 2, n), (c, n)
+    assert 0 <= c["sft_reward"] <= 1 and 0 <= c["grpo_reward"] <= 1 and "sft_accuracy" not in c, c
+    with pytest.raises(Exception, match="preference.prompts=conversations is GRPO's"):
+        load_config(cfg.model_dump(), **{"preference.method": "dpo"})
