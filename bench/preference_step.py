@@ -92,7 +92,8 @@ cb = Steps()
 tr.add_callback(cb)
 tr.train()
 d = lambda xs: [b - a for a, b in zip(xs, xs[1:])]
-base_bytes = sum(p.numel() * p.element_size() for n, p in tr.model.named_parameters() if "lora_" not in n)
+base_bytes = sum(p.numel() * p.element_size() for n, p in tr.model.named_parameters()
+                 if "lora_" not in n and "modules_to_save" not in n)  # the base alone, not its trained copies
 print("RESULT" + json.dumps(dict(wall=d(cb.wall), cpu=d(cb.cpu), gen=gen, score=score, base_bytes=base_bytes)))
 """
 
