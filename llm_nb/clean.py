@@ -4,29 +4,33 @@
 
 # %% ../nbs/12_clean.ipynb #45845f1b
 from __future__ import annotations
-import importlib, json, re, threading
+import importlib, json, re, threading, unicodedata
 from collections import Counter
+from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, lsh_params, signatures
+from .config import evaluation_files
 from .env import cjk_fonts
 from .records import SCHEMA, TURN_MARK, decode_turns
 from .run import Stage, save_figure
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
-           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
-           'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
-           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES',
-           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc',
-           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words',
-           'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql', 'near_lsh', 'connect_at',
-           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
-           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
-           'words_of', 'top_terms', 'clean_stats', 'plot_stats', 'write_outputs', 'duckdb_memory_limit', 'record_clean',
-           'clean_duckdb']
+           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'DECONTAM_TEXTS',
+           'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST',
+           'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES',
+           'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS',
+           'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
+           'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql',
+           'any_match_sql', 'marks_sql', 'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text',
+           'eval_examples', 'EvalGrams', 'eval_grams', 'decontaminate', 'near_lsh', 'connect_at', 'connect',
+           'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows',
+           'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass', 'words_of',
+           'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs',
+           'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -214,6 +218,121 @@ def quality_sql(ccfg, # the `clean` config section (thresholds)
     if ccfg.max_digit_ratio < 1: out.append(("digit_ratio", f"{digits} / {n} > {ccfg.max_digit_ratio}"))
     if ccfg.max_dup_line_ratio < 1: out.append(("repeated_lines", f"{repeated} > {ccfg.max_dup_line_ratio}"))
     return out
+
+# %% ../nbs/12_clean.ipynb #493fcd40
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # Han, hiragana, katakana
+LETTERS = re.compile(r"[^\W_]+")  # a run of letters and digits, any script
+
+def decontam_words(text:str) -> list[str]:
+    "The words of `text` as decontamination compares them: jieba's in Chinese and Japanese, letters and digits elsewhere."
+    import rjieba  # here: only decontamination and the stats need it
+    text, out, pos = unicodedata.normalize("NFKC", text).lower(), [], 0
+    for m in CJK_RUN.finditer(text):
+        out += LETTERS.findall(text[pos:m.start()]) + rjieba.cut(m.group(), hmm=False)
+        pos = m.end()
+    return out + LETTERS.findall(text[pos:])
+
+
+# %% ../nbs/12_clean.ipynb #166a8161
+SKIP_KEYS = {"role", "from", "id"}  # keys whose strings label a turn or a record rather than say something
+
+def record_strings(rec) -> list[str]:
+    "The strings of a parsed record in order, nested lists and objects included, but the values of SKIP_KEYS."
+    if isinstance(rec, str): return [rec]
+    if isinstance(rec, dict): return [s for k, v in rec.items() if k not in SKIP_KEYS for s in record_strings(v)]
+    if isinstance(rec, (list, tuple)): return [s for v in rec for s in record_strings(v)]
+    return []
+
+def ngram_keys(words:list[str], # from `decontam_words`
+               n:int # words per n-gram
+              ) -> np.ndarray:
+    "The uint64 hashes (xxh3) of the `n`-word windows of `words`; none when there are fewer than `n`."
+    import xxhash  # datatrove's dependency
+    return np.fromiter((xxhash.xxh3_64_intdigest("\x1f".join(words[i:i + n]).encode()) for i in range(len(words) - n + 1)),
+                       np.uint64)
+
+def plain_text(text:str) -> str:
+    "A stored text as words are read from it: a conversation's turns joined by newlines, other text as it is."
+    turns = decode_turns(text)
+    return "\n".join(t["content"] for t in turns) if turns else text
+
+
+# %% ../nbs/12_clean.ipynb #925886e1
+def eval_examples(path:Path # a file of evaluation examples
+                 ) -> list[list[str]]:
+    "The strings of each example of `path`: JSON Lines, JSON, CSV or Parquet; a `ValueError` naming a bad line."
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        out = []
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip(): continue
+            try: out.append(record_strings(json.loads(line)))
+            except json.JSONDecodeError as e: raise ValueError(f"{path}:{i}: not JSON ({e.msg})") from None
+        return out
+    if suffix == ".json":
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return [record_strings(r) for r in (doc if isinstance(doc, list) else [doc])]
+    if suffix in (".csv", ".parquet"):
+        with duckdb.connect() as con:
+            rel = con.sql(f"SELECT * FROM {'read_csv' if suffix == '.csv' else 'read_parquet'}({sql_str(str(path))})")
+            return [record_strings(dict(zip(rel.columns, row))) for row in rel.fetchall()]
+    raise ValueError(f"{path}: an evaluation file must be .jsonl, .json, .csv or .parquet")
+
+class EvalGrams(NamedTuple):
+    "The n-grams of the evaluation tasks, for `decontaminate`."
+    keys: np.ndarray  # uint64 n-gram hashes, sorted, each once
+    task: np.ndarray  # for each key, the index in `names` of the first task that has it
+    names: list[str]  # the tasks, in the order listed
+    tasks: dict  # {task: {path, examples, too_short}}
+    n: int  # words per n-gram
+
+def eval_grams(files:list[tuple[str, Path]], # (task, file) of each evaluation file
+               n:int # words per n-gram
+              ) -> EvalGrams:
+    "Every task's n-grams in one sorted array, and each task's examples and those too short to have one."
+    keys, task, tasks = [np.empty(0, np.uint64)], [np.empty(0, np.int64)], {}
+    for t, (name, path) in enumerate(files):
+        grams = [ngram_keys(decontam_words(" ".join(ex)), n) for ex in eval_examples(Path(path))]
+        tasks[name] = dict(path=str(path), examples=len(grams), too_short=sum(len(g) == 0 for g in grams))
+        keys.append(np.unique(np.concatenate([np.empty(0, np.uint64), *grams])))
+        task.append(np.full(len(keys[-1]), t))
+    k, t = np.concatenate(keys), np.concatenate(task)
+    order = np.lexsort((t, k))  # by key, then task: the first of each key is its first task
+    k, t = k[order], t[order]
+    first = np.r_[True, k[1:] != k[:-1]] if len(k) else np.empty(0, bool)
+    return EvalGrams(k[first], t[first], [name for name, _ in files], tasks, n)
+
+
+# %% ../nbs/12_clean.ipynb #20066ee1
+DECONTAM_TEXTS = 20_000  # distinct texts tokenized at a time (Python holds one batch of them)
+
+def _contaminated_tasks(texts:list[str], eg:EvalGrams) -> list[int]:
+    "For each text, the index of the first task it shares an n-gram with, or -1."
+    out = []
+    for t in texts:
+        k = ngram_keys(decontam_words(plain_text(t)), eg.n)
+        hit = k[np.isin(k, eg.keys)]
+        out.append(int(eg.task[np.searchsorted(eg.keys, hit)].min()) if len(hit) else -1)
+    return out
+
+def decontaminate(con, # a connection holding pass 1's table `scored`
+                  eg:EvalGrams|None # the tasks' n-grams (None or no n-grams: nothing to do)
+                 ) -> None:
+    "Set `reason` to `contaminated:<task>` on every row of `scored` whose text shares an n-gram with a task's example."
+    if eg is None or not len(eg.keys): return
+    con.execute("""CREATE TEMP TABLE decon_texts AS SELECT row_number() OVER (ORDER BY text_hash) - 1 AS tid, text_hash,
+                   text FROM (SELECT text_hash, any_value(text) AS text FROM scored GROUP BY text_hash)""")
+    con.execute("CREATE TEMP TABLE decon_hits (tid UBIGINT, task VARCHAR)")
+    (n,) = con.execute("SELECT count(*) FROM decon_texts").fetchone()
+    for lo in range(0, n, DECONTAM_TEXTS):
+        tids, texts = con.execute("SELECT list(tid ORDER BY tid), list(text ORDER BY tid) FROM decon_texts "
+                                  "WHERE tid >= ? AND tid < ?", [lo, lo + DECONTAM_TEXTS]).fetchone()
+        hits = [(tid, eg.names[t]) for tid, t in zip(tids, _contaminated_tasks(texts, eg)) if t >= 0]
+        if hits: con.executemany("INSERT INTO decon_hits VALUES (?, ?)", hits)
+    con.execute("""UPDATE scored SET reason = 'contaminated:' || h.task FROM decon_hits h
+                   JOIN decon_texts t ON t.tid = h.tid WHERE scored.text_hash = t.text_hash""")
+    con.execute("DROP TABLE decon_texts; DROP TABLE decon_hits")
+
 
 # %% ../nbs/12_clean.ipynb #b3c65144
 # LSH is set this much below `clean.near_threshold`, so that pairs above it are near-certain candidates
@@ -535,17 +654,22 @@ def _term_sample(con, sample:int) -> list[str]:
     return [t for (t,) in _query(con, f"SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}")]
 
 # %% ../nbs/12_clean.ipynb #2f36f903
-STEPS = ["sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
-         "repeated_lines", "exact_dup", "near_dup"]
+STEPS = ["contaminated", "sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
+         "repeated_lines", "exact_dup", "near_dup"]  # `contaminated` stands for each task's `contaminated:<task>`
+
+def ordered_reasons(by_reason:dict) -> dict:
+    "The reasons of `by_reason` that rejected rows, in the order of STEPS (each task's `contaminated:` in name order)."
+    tasks = sorted(r for r in by_reason if r.startswith("contaminated:"))
+    return {r: by_reason[r] for s in STEPS for r in (tasks if s == "contaminated" else [s]) if by_reason.get(r)}
 
 def _steps(rows_in:int, rejected:dict) -> list[tuple[str, int]]:
     "[(step, rows remaining after it)] for the input and each step of STEPS that rejected rows."
     remaining, steps = rows_in, [("input", rows_in)]
-    for s in STEPS:
-        if rejected.get(s):
-            remaining -= rejected[s]
-            steps.append((s, remaining))
+    for s, n in ordered_reasons(rejected).items():
+        remaining -= n
+        steps.append((s, remaining))
     return steps
+
 
 # %% ../nbs/12_clean.ipynb #rs0c0002
 REJECT_SAMPLES = 5  # rejected rows per reason shown in stats.json
@@ -601,7 +725,7 @@ def clean_stats(con, # a connection holding the stage's tables `scored`, `first_
     by_reason = dict(_query(con, REASONS))
     hist, median = _lengths(con)
     stats = dict(counts=_counts(rows_in, rows_out, by_reason), conversations=_conversations(con),
-                 rejected={s: by_reason[s] for s in STEPS if s in by_reason}, pii=_pii_totals(con, ccfg),
+                 rejected=ordered_reasons(by_reason), pii=_pii_totals(con, ccfg),
                  sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
                  length_median=median)
     if terms: stats["top_terms"] = top_terms(_term_sample(con, ccfg.top_terms_sample))
@@ -613,12 +737,13 @@ TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TE
 def plot_stats(stats:dict, # from `clean_stats`
                path:Path # the PNG to write
               ) -> Path:
-    "Rows remaining after each step, the length histogram and the top terms of the kept texts, as one PNG."
+    "Rows remaining after each step, the length histogram, the top terms and what each source kept, as one PNG."
     from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
     with cjk_fonts():
-        fig = Figure(figsize=(15, 3.8))
-        a, b, c = fig.subplots(1, 3)
+        fig = Figure(figsize=(20, 3.8))
+        a, b, c, d = fig.subplots(1, 4)
         _draw_stats(stats, a, b, c)
+        _draw_sources(stats.get("sources", {}), d)
         return save_figure(fig, path)
 
 def _draw_stats(stats:dict, a, b, c):
@@ -635,18 +760,69 @@ def _draw_stats(stats:dict, a, b, c):
     c.barh([t for t, _ in terms], [n for _, n in terms], color="#6baed6")
     c.set_title("most frequent terms (sample of kept texts)")
 
+def _draw_sources(sources:dict, d):
+    "Each ingest source's rows, kept and rejected, on `d` (a matplotlib axis)."
+    names = list(sources)[::-1]
+    kept = [sources[s]["kept"] for s in names]
+    rejected = [sources[s]["rows_in"] - sources[s]["kept"] for s in names]
+    d.barh(names, kept, color="#31a354", label="kept")
+    d.barh(names, rejected, left=kept, color="#de2d26", label="rejected")
+    for y, s in enumerate(names):
+        d.text(sources[s]["rows_in"], y, f" {sources[s]['kept']:,} of {sources[s]['rows_in']:,}", va="center", fontsize=8)
+    d.set_title("rows per ingest source")
+    if names: d.legend(loc="lower right", fontsize=8)
+
+
 # %% ../nbs/12_clean.ipynb #2ff22929
 OUTPUTS = ["clean.parquet", "rejected.parquet", "stats.json", "stats.png"]  # what the stage writes in clean/
-CLEAN = Stage("clean", reads=("ingest/parts",), writes=[f"clean/{f}" for f in OUTPUTS] + ["clean/datatrove"],
-              named=lambda cfg: [cfg.clean.sensitive_words_file])  # its runner picks the engine (`clean_datatrove`)
 
-def _write_stats(con, stats:dict, out:Path) -> dict:
-    "clean/stats.json, with counts and samples from the written files; fails if rows went missing or differ."
-    rows_out = _query(con, "SELECT count(*) FROM read_parquet(?)", out/"clean.parquet")[0][0]
-    by_reason = dict(_query(con, "SELECT reason, count(*) FROM read_parquet(?) GROUP BY 1", out/"rejected.parquet"))
-    counts, counted = _counts(stats["counts"]["rows_in"], rows_out, by_reason), stats["counts"]
-    same = counts == counted and {s: by_reason[s] for s in STEPS if s in by_reason} == stats["rejected"]
+# the evaluation files are named inputs, and their list is watched: a task added to `evaluate` re-runs clean
+CLEAN = Stage("clean", reads=("ingest/parts",), writes=[f"clean/{f}" for f in OUTPUTS] + ["clean/datatrove"],
+              named=lambda cfg: [cfg.clean.sensitive_words_file] + [p for _, p in evaluation_files(cfg)],
+              watch=lambda cfg, run: [run.path(p) for _, p in evaluation_files(cfg)])
+# its runner picks the engine (`clean_datatrove`)
+
+def run_eval_grams(cfg, # the run's `Config`
+                   run # the run its paths are in
+                  ) -> EvalGrams|None:
+    "The n-grams of the run's evaluation files (None: there are none); a file of `clean.decontaminate` must exist."
+    files, listed = evaluation_files(cfg), {f.name for f in cfg.clean.decontaminate}
+    if not files: return None
+    there = [(name, run.path(p)) for name, p in files if run.path(p).is_file()]
+    missing = {name: run.path(p) for name, p in files if not run.path(p).is_file()}
+    if bad := sorted(set(missing) & listed):
+        raise FileNotFoundError(f"clean.decontaminate: the file of task {bad[0]} ({missing[bad[0]]}) does not exist")
+    for name, p in missing.items():  # the run's own (evaluate's, preference's): that stage fails on it, if it runs
+        print(f"clean: decontamination: the evaluation file of {name} ({p}) does not exist; not checked against")
+    eg = eval_grams(there, cfg.clean.decontam_ngram)
+    eg.tasks.update({name: dict(missing=True) for name in missing})
+    for name, p in files: eg.tasks[name]["path"] = p  # as configured (`{run}/...`): stats.json says the same wherever the run is
+    return eg
+
+def _per_source(rows:list[tuple], kept:dict) -> dict:
+    "{source: {rows_in, kept, rejected: {reason: rows}}} from (source, reason, rows) of the rejected and kept rows by source."
+    out = {}
+    for s in sorted(set(kept) | {src for src, _, _ in rows}):
+        rejected = ordered_reasons({r: n for src, r, n in rows if src == s})
+        out[s] = dict(rows_in=kept.get(s, 0) + sum(rejected.values()), kept=kept.get(s, 0), rejected=rejected)
+    return out
+
+def _decontam_stats(eg:EvalGrams|None, rejected:dict) -> dict:
+    "{ngram, tasks: {task: {path, examples, too_short, rejected}}}, or {} without evaluation files."
+    if eg is None: return {}
+    return dict(ngram=eg.n, tasks={t: dict(v, rejected=rejected.get(f"contaminated:{t}", 0)) for t, v in eg.tasks.items()})
+
+def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
+    "clean/stats.json, with counts, samples and sources from the written files; fails if rows went missing or differ."
+    kept = dict(_query(con, "SELECT source, count(*) FROM read_parquet(?) GROUP BY 1", out/"clean.parquet"))
+    rows = _query(con, "SELECT source, reason, count(*) FROM read_parquet(?) GROUP BY 1, 2", out/"rejected.parquet")
+    by_reason = Counter()
+    for _, reason, n in rows: by_reason[reason] += n
+    counts, counted = _counts(stats["counts"]["rows_in"], sum(kept.values()), by_reason), stats["counts"]
+    same = counts == counted and ordered_reasons(by_reason) == stats["rejected"]
     stats["counts"] = dict(counts, invariant_ok=counts["invariant_ok"] and same)
+    stats["sources"] = _per_source(rows, kept)
+    if eg is not None: stats["decontamination"] = _decontam_stats(eg, stats["rejected"])
     stats["samples"] = _reject_samples(con, out/"rejected.parquet")
     (out/"stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False))
     c = stats["counts"]
@@ -655,19 +831,19 @@ def _write_stats(con, stats:dict, out:Path) -> dict:
     if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: the files hold {counts}, the tables {counted}")
     return stats
 
-def write_outputs(con, ccfg, out:Path, engine:dict) -> dict:
+def write_outputs(con, ccfg, out:Path, engine:dict, eg:EvalGrams|None=None) -> dict:
     "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)
     stats, texts = dict(clean_stats(con, ccfg, terms=False), engine=engine), _term_sample(con, ccfg.top_terms_sample)
-    def terms_and_plot():  # Python's work (jieba's words, matplotlib) while DuckDB writes (its queries release the GIL)
-        stats["top_terms"] = top_terms(texts)
-        return plot_stats(stats, out/"stats.png")
-    with ThreadPoolExecutor(1) as pool:
-        plotted = pool.submit(terms_and_plot)
+    with ThreadPoolExecutor(1) as pool:  # jieba's words in Python while DuckDB writes (its queries release the GIL)
+        terms = pool.submit(top_terms, texts)
         _write_clean(con, out/"clean.parquet")
         _write_rejected(con, out/"rejected.parquet")
-        plotted.result()
-    return _write_stats(con, stats, out)
+        stats["top_terms"] = terms.result()
+    stats = _write_stats(con, stats, out, eg)
+    plot_stats(stats, out/"stats.png")  # after: its last panel is the sources, counted from the files
+    return stats
+
 
 # %% ../nbs/12_clean.ipynb #wo000002
 def duckdb_memory_limit(con) -> str:
@@ -677,10 +853,11 @@ def duckdb_memory_limit(con) -> str:
 def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned."
     res = dict(stats["counts"], conversations=stats["conversations"], rejected=stats["rejected"], pii=stats["pii"],
-               sensitive_hits=stats["sensitive_hits"],
+               sensitive_hits=stats["sensitive_hits"], sources={s: v["kept"] for s, v in stats.get("sources", {}).items()},
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
-    words = run.cfg.clean.sensitive_words_file  # the word list is an input too
-    inputs = [run.input("ingest/parts")] + ([run.path(words)] if words else [])
+    words = run.cfg.clean.sensitive_words_file  # the word list is an input too, and so are the evaluation files
+    tasks = stats.get("decontamination", {}).get("tasks", {})
+    inputs = [run.input("ingest/parts")] + ([run.path(words)] if words else []) + [run.path(t["path"]) for t in tasks.values() if not t.get("missing")]
     run.record("clean", inputs=inputs, outputs=[run.dir/"clean"/f for f in OUTPUTS], counts=res)
     return res
 
@@ -690,13 +867,14 @@ def clean_duckdb(cfg, # the run's config (`cfg.clean` for this stage)
                 ) -> tuple[dict, int, str]:
     "The stage in this process, on DuckDB: (stats, bytes spilled, DuckDB's memory_limit); `record_clean` records it."
     cc = cfg.clean
-    con, words = connect(cc, run), sensitive_words(cc, run)
+    con, words, eg = connect(cc, run), sensitive_words(cc, run), run_eval_grams(cfg, run)
     per_text = judge_per_text(cc, words)
     make_scored(con, cc, words, str(run.input("ingest/parts")/"*.parquet"), per_text)
+    decontaminate(con, eg)
     # matplotlib takes 0.5 s of CPU to import: on the side (DuckDB's queries release the GIL), once pass 1 is done,
     # which keeps both cores busy on its own (0.1-0.2 s sooner at the end than importing from the start)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()
     exact_dedup(con, *((cc, words) if per_text else ()))  # the filters once per distinct text, or in pass 1
     spilled = duckdb_spilled_bytes(con)
     engine = dict(name="duckdb", workers=cc.threads, near_dedup=near_dedup_pass(con, cc, cfg.run.seed))
-    return write_outputs(con, cc, run.stage_dir("clean"), engine), spilled, duckdb_memory_limit(con)
+    return write_outputs(con, cc, run.stage_dir("clean"), engine, eg), spilled, duckdb_memory_limit(con)

@@ -13,7 +13,7 @@ from .config import load_config, memory_bytes
 from .run import Run
 from .clean import (CLEAN, clean_duckdb, record_clean, connect_at, sensitive_words, exact_dedup, duckdb_memory_limit, near_decide, near_dedup_pass,
                           make_near_bands, make_near_pairs, make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes, sql_str,
-                          write_outputs)
+                          write_outputs, decontaminate, run_eval_grams)
 
 # %% auto #0
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
@@ -34,6 +34,7 @@ class CleanJob:
     tmp: Path  # DuckDB's temp_dir: one folder per task under it
     executor: str = "local"  # local | slurm, as reported in stats.json
     tasks: int = 2  # tasks of the parallel steps
+    eval_grams: object = None  # the evaluation files' n-grams (`12_clean`'s `EvalGrams`), read once; None: none
 
     def part(self, step:str, rank:int) -> Path:
         "The Parquet file task `rank` of `step` writes."
@@ -44,10 +45,11 @@ class CleanJob:
 def make_job(cfg, # the run's config
              run # the run: reads ingest/parts, writes clean/
             ) -> CleanJob:
-    "The run's clean as a `CleanJob` (its sensitive words read here, once)."
+    "The run's clean as a `CleanJob` (its sensitive words and evaluation files read here, once)."
     cc = cfg.clean
     return CleanJob(cc, cfg.run.seed, sensitive_words(cc, run), str(run.input("ingest/parts")/"*.parquet"),
-                    run.stage_dir("clean"), run.dir/"clean"/"datatrove", run.path(cc.temp_dir), cc.executor, cc.tasks)
+                    run.stage_dir("clean"), run.dir/"clean"/"datatrove", run.path(cc.temp_dir), cc.executor, cc.tasks,
+                    run_eval_grams(cfg, run))
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000010
 def task_con(job:CleanJob, name:str) -> duckdb.DuckDBPyConnection:
@@ -80,6 +82,10 @@ def score_shard(job:CleanJob, rank:int, world:int) -> dict:
     "Step 1, `world` tasks: pass 1 of `12_clean` over the input rows of shard `rank` → scored/<rank>.parquet."
     con = task_con(job, f"score-{rank}")
     sql = scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
+    if job.eval_grams is not None:  # decontamination is per text: each shard's rows get the verdicts one process gives
+        con.execute(f"CREATE TEMP TABLE scored AS {sql}")
+        decontaminate(con, job.eval_grams)
+        sql = "SELECT * FROM scored"
     path = job.part("scored", rank)
     con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM ({sql})) TO ? (FORMAT parquet)", [str(path)])
     rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchall()[0][0]
@@ -155,7 +161,7 @@ def decide(job:CleanJob, rank:int, world:int) -> dict:
         near = near_dedup_pass(con, job.ccfg, job.seed)
     engine = dict(name="datatrove", executor=job.executor, workers=job.tasks, threads=job.ccfg.threads,
                   near_dedup=near)
-    stats = write_outputs(con, job.ccfg, job.out, engine)
+    stats = write_outputs(con, job.ccfg, job.out, engine, job.eval_grams)
     return dict(rows=stats["counts"]["rows_out"], spilled=duckdb_spilled_bytes(con), memory_limit=duckdb_memory_limit(con))
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000026b

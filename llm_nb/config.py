@@ -14,11 +14,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 # %% auto #0
 __all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'DPO_LOSSES', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES',
            'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg',
-           'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg',
+           'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg',
            'PreferenceCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg',
-           'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'ConfigError',
-           'memory_bytes', 'keys_named', 'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields',
-           'check_paths', 'demo_config_path', 'demo_config']
+           'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'evaluation_files',
+           'ConfigError', 'memory_bytes', 'keys_named', 'explain_error', 'load_config', 'to_yaml', 'expand',
+           'file_fields', 'check_paths', 'demo_config_path', 'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -81,6 +81,8 @@ class SynthCfg(Section):
     n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
     n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
     n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
+    # held-out questions copied into raw.jsonl with their answers, reformatted: contamination that clean must catch
+    n_contaminated: int = Field(0, ge=0)
 
     @model_validator(mode="after")
     def _enough_records(self):
@@ -90,6 +92,11 @@ class SynthCfg(Section):
             raise ValueError(f"n_records {n} is too few: n_sensitive + n_pii ({planted}), n_space_dups "
                              f"({self.n_space_dups}) and n_near_dups ({self.n_near_dups}) each need as many distinct "
                              "records; lower them or raise n_records")
+        copies = n and self.n_contaminated  # (with n_records 0 synth writes nothing: nothing to copy into)
+        refuse(copies and not (self.n_instructions and self.n_heldout_instructions >= self.n_contaminated) and
+               f"n_contaminated {self.n_contaminated} copies held-out questions: it needs n_instructions > 0 and "
+               f"n_heldout_instructions >= {self.n_contaminated} (they are {self.n_instructions} and "
+               f"{self.n_heldout_instructions})")
         return self
 
 # %% ../nbs/00_config.ipynb #4f6a4fc1
@@ -143,8 +150,13 @@ class IngestCfg(Section):
     incremental: bool = True  # skip files whose content hash is unchanged since the last ingest of this run
 
 # %% ../nbs/00_config.ipynb #dc501702
+class EvalFile(Section):
+    "A file of evaluation examples that no training record may contain (clean's decontamination)."
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")  # the task's name in rejects (`contaminated:<name>`) and stats
+    path: str  # JSON Lines, JSON, CSV or Parquet: every string of a record is its text; `{run}` allowed
+
 class CleanCfg(Section):
-    "DuckDB cleaning: normalization, PII, sensitive words, quality filters, exact and near dedup."
+    "DuckDB cleaning: normalization, PII, sensitive words, decontamination, quality filters, exact and near dedup."
     nfkc: bool = False  # NFKC-normalize (full-width ASCII → ASCII, ligatures, ...) before anything else
     # what to redact
     pii: list[Literal["email", "id_number", "bank_card", "phone"]] = ["email", "id_number", "bank_card", "phone"]
@@ -160,6 +172,11 @@ class CleanCfg(Section):
     reject_mojibake: bool = True  # reject UTF-8 that was decoded as Latin-1/cp1252 upstream (Ã©, æ–‡)
     max_digit_ratio: float = Field(0.5, ge=0, le=1)  # share of digits (1 = off)
     max_dup_line_ratio: float = Field(0.3, ge=0, le=1)  # share of non-empty lines repeated within the text (1 = off)
+    # decontamination: a record sharing `decontam_ngram` tokens in a row with an evaluation example is rejected
+    decontaminate: list[EvalFile] = []  # evaluation files besides the run's own
+    # the run's own too: the files of `evaluate.local_tasks` and, when the stage is on, `preference.heldout`
+    decontaminate_evaluated: bool = True
+    decontam_ngram: int = Field(13, ge=1)  # tokens: words; in Chinese and Japanese, jieba's words (GPT-3: 13 words)
     near_dedup: bool = True  # MinHash + LSH near-duplicate removal (llm_nb.minhash), pairs verified exactly
     near_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard similarity of character n-grams
     # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
@@ -607,6 +624,19 @@ class Config(Section):
                f"launch.nproc_per_node = {la.nnodes * la.nproc_per_node} ranks with train.grad_accum={t.grad_accum}: "
                f"make it a multiple of {per_step}")
         return self
+
+# %% ../nbs/00_config.ipynb #3837d1c9
+def evaluation_files(cfg:Config) -> list[tuple[str, str]]:
+    "(task, path as configured) of each file of evaluation examples that clean keeps out of the training data."
+    files = [(f.name, f.path) for f in cfg.clean.decontaminate]
+    if cfg.clean.decontaminate_evaluated:
+        files += [(t.name, t.path) for t in cfg.evaluate.local_tasks]
+        if cfg.preference.method != "off" and cfg.preference.heldout:
+            files.append(("preference_heldout", cfg.preference.heldout))
+    names = [n for n, _ in files]
+    if len(set(names)) < len(names): raise ConfigError(f"clean.decontaminate: two evaluation files share a name: {names}")
+    return files
+
 
 # %% ../nbs/00_config.ipynb #24158829
 class ConfigError(ValueError):

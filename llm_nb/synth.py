@@ -13,14 +13,15 @@ from .env import cjk_font
 
 # %% auto #0
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
-           'MED_ADVICE', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
+           'MED_ADVICE', 'HELD', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
            'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN',
-           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant',
-           'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind',
-           'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo', 'instruction', 'conversation',
-           'make_instructions', 'write_chat_files', 'write_instructions', 'rejected_answer', 'preference_pair',
-           'make_preferences', 'write_preferences', 'run_synth']
+           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'REFORMAT', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant',
+           'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx',
+           'handbook_pages', 'pii_kind', 'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo',
+           'instruction', 'conversation', 'make_instructions', 'write_chat_files', 'write_instructions',
+           'rejected_answer', 'preference_pair', 'make_preferences', 'contaminated_copies', 'write_preferences',
+           'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -41,39 +42,51 @@ MED_SYMPTOMS = ["头痛", "咳嗽", "发热", "胸闷", "腹痛", "乏力", "失
 MED_FINDINGS = ["血常规未见异常", "胸片示肺纹理增粗", "心电图窦性心律",
                 "血压偏高", "肝功能轻度异常", "体温正常"]
 MED_ADVICE = ["建议复查", "注意休息", "清淡饮食", "按时服药", "一周后门诊随访"]
+# what held-out records say instead (`held=True`): phrases no training record has, made of words the training text
+# has (so the tiny model's tokenizer knows them), so that no held-out question is a near copy of a trained one
+HELD = dict(zh_opinions=["做工很好", "颜色一般", "声音偏小", "味道很正", "手感一般"], zh_endings=["下次回购", "总体不错", "不太推荐"],
+            en_opinions=["is well made", "looks cheap", "arrived late", "runs large", "feels solid"],
+            en_endings=["Worth it.", "Not bad.", "Would not buy again."],
+            med_findings=["血压正常", "心电图未见异常", "体温偏高"], med_advice=["注意饮食", "按时复查", "一周后复查"])
 # a demo list; real lists come from config
 SENSITIVE_WORDS = ["赌博网站", "代开发票", "casino-bonus", "miracle-cure"]
 ZH_PLAIN, EN_PLAIN = .6, .7  # share of Chinese / English reviews without a follow-up paragraph
 
 # %% ../nbs/03_synth.ipynb #ea2aefe0
-def _review_zh(r:random.Random) -> str:
-    "A Chinese product review, some with a follow-up paragraph."
+def _review_zh(r:random.Random, held:bool=False) -> str:
+    "A Chinese product review, some with a follow-up paragraph (`held`: in the held-out records' phrases)."
+    ops, ends = (HELD["zh_opinions"], HELD["zh_endings"]) if held else (ZH_OPINIONS, ZH_ENDINGS)
     p = r.choice(ZH_PRODUCTS)
-    body = "，".join(r.sample(ZH_OPINIONS, r.randint(1, 3)))
-    head = f"这个{p}{body}，{r.choice(ZH_ENDINGS)}。"
+    body = "，".join(r.sample(ops, r.randint(1, 3)))
+    head = f"这个{p}{body}，{r.choice(ends)}。"
     if r.random() < ZH_PLAIN: return head
-    return head + f"\n\n追评：用了{r.randint(2, 60)}天，{r.choice(ZH_OPINIONS)}。"
+    return head + f"\n\n追评：用了{r.randint(2, 60)}天，{r.choice(ops)}。"
+
 
 # %% ../nbs/03_synth.ipynb #a2a2cb85
-def _review_en(r:random.Random) -> str:
-    "An English product review, some with an update line."
+def _review_en(r:random.Random, held:bool=False) -> str:
+    "An English product review, some with an update line (`held`: in the held-out records' phrases)."
+    ops, ends = (HELD["en_opinions"], HELD["en_endings"]) if held else (EN_OPINIONS, EN_ENDINGS)
     p = r.choice(EN_PRODUCTS)
-    ops = r.sample(EN_OPINIONS, r.randint(1, 2))
-    head = f"The {p} {' and '.join(ops)}. {r.choice(EN_ENDINGS)}"
+    said = r.sample(ops, r.randint(1, 2))
+    head = f"The {p} {' and '.join(said)}. {r.choice(ends)}"
     if r.random() < EN_PLAIN: return head
-    return head + f"\nUpdate after {r.randint(2, 60)} days: it {r.choice(EN_OPINIONS)}."
+    return head + f"\nUpdate after {r.randint(2, 60)} days: it {r.choice(ops)}."
+
 
 # %% ../nbs/03_synth.ipynb #fabd6a35
-def _medical(r:random.Random) -> str:
-    "A four-line medical-report-like note: patient, complaint, findings, plan."
+def _medical(r:random.Random, held:bool=False) -> str:
+    "A four-line medical-report-like note: patient, complaint, findings, plan (`held`: in the held-out phrases)."
+    findings, advice = (HELD["med_findings"], HELD["med_advice"]) if held else (MED_FINDINGS, MED_ADVICE)
     who = f"患者，{r.choice('男女')}，{r.randint(18, 90)}岁。"
     complaint = f"主诉：{'、'.join(r.sample(MED_SYMPTOMS, 2))}{r.randint(1, 14)}天。"
-    exam = f"检查：{r.choice(MED_FINDINGS)}。"
-    plan = f"处理：{'，'.join(r.sample(MED_ADVICE, 2))}。"
+    exam = f"检查：{r.choice(findings)}。"
+    plan = f"处理：{'，'.join(r.sample(advice, 2))}。"
     return "\n".join([who, complaint, exam, plan])
 
 KINDS = {"review_zh": _review_zh, "review_en": _review_en, "medical": _medical}
 KIND_WEIGHTS = [5, 3, 2]  # how often each of KINDS is drawn: half the records are Chinese reviews
+
 
 # %% ../nbs/03_synth.ipynb #1f1e62f7
 # GB 11643: the weight of each of the first 17 digits, 2**(17-i) % 11
@@ -117,12 +130,12 @@ class Draft(NamedTuple):
     kind: str  # a key of KINDS
     text: str
 
-def _drafts(n:int, r:random.Random, weights:list=KIND_WEIGHTS) -> list[Draft]:
-    "`n` distinct drafts, each of a kind drawn by `weights` (default: `KIND_WEIGHTS`)."
+def _drafts(n:int, r:random.Random, weights:list=KIND_WEIGHTS, held:bool=False) -> list[Draft]:
+    "`n` distinct drafts, each of a kind drawn by `weights` (default: `KIND_WEIGHTS`); `held`: held-out records."
     drafts, seen = [], set()
     while len(drafts) < n:
         kind = r.choices(list(KINDS), weights=weights)[0]
-        t = KINDS[kind](r)
+        t = KINDS[kind](r, held)
         if t in seen: continue
         seen.add(t)
         drafts.append(Draft(kind, t))
@@ -439,9 +452,12 @@ def make_instructions(n:int, # training conversations
                      ) -> tuple[list[dict], list[dict]]:
     "(training conversations, held-out `{question, answer}`), each about a distinct record."
     r = random.Random(f"instructions-{seed}")
-    drafts = _drafts(n + n_heldout, r)
-    held = [dict(zip(("question", "answer"), instruction(d.kind, d.text))) for d in drafts[n:]]
-    return [conversation(d, r) for d in drafts[:n]], held
+    # n_heldout more drafts drawn and left, as when the held-out records came from this stream: the training
+    # conversations stay those the measured runs of the notebooks trained on
+    drafts = _drafts(n + n_heldout, r)[:n]
+    held_drafts = _drafts(n_heldout, random.Random(f"heldout-{seed}"), held=True)  # their own phrases, their own stream
+    held = [dict(zip(("question", "answer"), instruction(d.kind, d.text))) for d in held_drafts]
+    return [conversation(d, r) for d in drafts], held
 
 # %% ../nbs/03_synth.ipynb #si000006
 def write_chat_files(d:Path, # the synth folder
@@ -488,9 +504,26 @@ def make_preferences(n:int, # training pairs
                     ) -> tuple[list[dict], list[dict]]:
     "(training pairs, held-out pairs), each about a distinct record; wrong answers come from all of them."
     r = random.Random(f"preferences-{seed}")
-    drafts = _drafts(n + n_heldout, r, PAIR_KIND_WEIGHTS)
+    drafts = _drafts(n + n_heldout, r, PAIR_KIND_WEIGHTS)  # the held-out ones too from the training phrases (below)
     pairs = [preference_pair(d, drafts, r) for d in drafts]
     return pairs[:n], pairs[n:]
+
+
+# %% ../nbs/03_synth.ipynb #8dfd2a92
+REFORMAT = (("，", ", "), ("。", ". "), ("？", "? "), ("：", ": "), ("\n\n", "\n"))  # how the copies differ
+
+def contaminated_copies(heldout:Path, # synth/chat/heldout.jsonl
+                        n:int, # copies
+                        seed:int=0 # the run's seed (a stream of its own)
+                       ) -> list[tuple[dict, int]]:
+    "`n` held-out questions, each with its answer, as raw records `c0`, `c1`, ...; and the line each copies."
+    held = [json.loads(line) for line in heldout.read_text(encoding="utf-8").splitlines()]
+    out = []
+    for j, i in enumerate(sorted(random.Random(f"contaminated-{seed}").sample(range(len(held)), n))):
+        q = held[i]["question"]
+        for a, b in REFORMAT: q = q.replace(a, b)
+        out.append((dict(id=f"c{j}", kind="contaminated", text=f"{j + 1}. {q.strip()}\n{held[i]['answer']}"), i + 1))
+    return out
 
 
 # %% ../nbs/03_synth.ipynb #sp000004
@@ -513,10 +546,9 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     s = cfg.synth
     if s.n_records == 0: return {}
     lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions",
-                                                      "n_preference_pairs", "n_heldout_pairs"}),
+                                                      "n_preference_pairs", "n_heldout_pairs", "n_contaminated"}),
                                 seed=cfg.run.seed)
     d = run.stage_dir("synth")
-    (d/"raw.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     outputs = [d/"raw.jsonl", d/"truth.json"] + write_doccano_demo(d, lines, cfg.run.seed)
     if s.n_document_pages:
         pages = handbook_pages(s.n_document_pages, cfg.run.seed)
@@ -525,6 +557,12 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     if s.n_instructions:
         outputs += write_instructions(d, s, cfg.run.seed)
         truth |= dict(instructions=s.n_instructions, heldout_instructions=s.n_heldout_instructions)
+    if s.n_contaminated:
+        copies = contaminated_copies(d/"chat"/"heldout.jsonl", s.n_contaminated, cfg.run.seed)
+        lines = lines + [json.dumps(c, ensure_ascii=False).encode() for c, _ in copies]
+        truth |= dict(lines=len(lines), valid=truth["valid"] + len(copies), contaminated=len(copies),
+                      contaminated_of={c["id"]: f"chat/heldout.jsonl:{line}" for c, line in copies})
+    (d/"raw.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     if s.n_preference_pairs:
         outputs += write_preferences(d, s, cfg.run.seed)
         truth |= dict(preference_pairs=s.n_preference_pairs, heldout_pairs=s.n_heldout_pairs)

@@ -48,6 +48,8 @@ def test_two_slurm_tasks_give_the_duckdb_output(ingested, slurm):
                                                                                workers=2)
     assert c2["rows_out"] == c1["rows_out"] > 60_000 and c2["rejected"] == c1["rejected"]
     assert c2["rejected"]["near_dup"] > 0 and c2["rejected"]["exact_dup"] > 0
+    # decontamination on each shard: as many rows as the demo planted copies of held-out questions (12_clean: which)
+    assert c2["rejected"]["contaminated:heldout_answers"] == ingested.cfg.synth.n_contaminated
     work = two.dir/"clean"/"datatrove"
     res = {p.stem: json.loads(p.read_text()) for p in (work/"results").glob("*.json")}
     assert sorted(res) == ["decide-00000", "number_rows-00000", "score_shard-00000", "score_shard-00001",

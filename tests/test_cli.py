@@ -39,8 +39,8 @@ def test_stages_run_alone_on_own_files(tmp_path):
     t = json.loads((run/"synth"/"truth.json").read_text())
     kept = t["valid"] + t["document_records"] + t["instructions"]
     bad, pages = t["bad_json"] + t["bad_utf8"], t["document_pages"]
-    # the demo's 680 good lines, the handbook's 3 pages and table, 300 conversations; 5 broken lines
-    assert (kept, bad, pages) == (984, 5, 3)
+    # the demo's 680 good lines and 4 contaminated, the handbook's 3 pages and table, 300 conversations; 5 broken lines
+    assert (kept, bad, pages) == (988, 5, 3)
     assert (f"records read {kept + bad} = kept {kept} + quarantined {bad}, document pages {pages} = text {pages} + ocr 0"
             f" + blank 0 + dead 0 -> OK ({t['blank']} blank lines") in r.stdout
     rep = json.loads((run/"report.json").read_text())
@@ -49,7 +49,9 @@ def test_stages_run_alone_on_own_files(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads((run/"report.json").read_text())
     cl = rep["stages"]["clean"]
-    assert cl["rejected"]["too_short"] + cl["rejected"]["sensitive"] == cl["rows_in"]
+    # every row too short, but those with a sensitive word and the demo's copies of held-out questions (contaminated)
+    assert cl["rejected"]["too_short"] + cl["rejected"]["sensitive"] + cl["rejected"]["contaminated:heldout_answers"] \
+        == cl["rows_in"]
     assert rep["stages"]["ingest"]["kept"] == kept  # untouched
 
 def test_env_report():
