@@ -796,11 +796,11 @@ def run_eval_grams(cfg, # the run's `Config`
         print(f"clean: decontamination: the evaluation file of {name} ({p}) does not exist; not checked against")
     eg = eval_grams(there, cfg.clean.decontam_ngram)
     eg.tasks.update({name: dict(missing=True) for name in missing})
-    for name, p in files: eg.tasks[name]["path"] = p  # as configured (`{run}/...`): stats.json says the same wherever the run is
+    for name, p in files: eg.tasks[name]["path"] = p  # as configured (`{run}/...`): the same wherever the run is
     return eg
 
 def _per_source(rows:list[tuple], kept:dict) -> dict:
-    "{source: {rows_in, kept, rejected: {reason: rows}}} from (source, reason, rows) of the rejected and kept rows by source."
+    "{source: {rows_in, kept, rejected: {reason: rows}}} from the rejected rows' (source, reason, rows) and the kept ones'."
     out = {}
     for s in sorted(set(kept) | {src for src, _, _ in rows}):
         rejected = ordered_reasons({r: n for src, r, n in rows if src == s})
@@ -857,7 +857,8 @@ def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     words = run.cfg.clean.sensitive_words_file  # the word list is an input too, and so are the evaluation files
     tasks = stats.get("decontamination", {}).get("tasks", {})
-    inputs = [run.input("ingest/parts")] + ([run.path(words)] if words else []) + [run.path(t["path"]) for t in tasks.values() if not t.get("missing")]
+    inputs = [run.input("ingest/parts")] + ([run.path(words)] if words else [])
+    inputs += [run.path(t["path"]) for t in tasks.values() if not t.get("missing")]
     run.record("clean", inputs=inputs, outputs=[run.dir/"clean"/f for f in OUTPUTS], counts=res)
     return res
 
