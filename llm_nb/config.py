@@ -82,6 +82,7 @@ class SynthCfg(Section):
     n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
     n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
     # held-out questions copied into raw.jsonl with their answers, reformatted: contamination that clean must catch
+    # (none where there are no held-out questions)
     n_contaminated: int = Field(0, ge=0)
 
     @model_validator(mode="after")
@@ -92,11 +93,10 @@ class SynthCfg(Section):
             raise ValueError(f"n_records {n} is too few: n_sensitive + n_pii ({planted}), n_space_dups "
                              f"({self.n_space_dups}) and n_near_dups ({self.n_near_dups}) each need as many distinct "
                              "records; lower them or raise n_records")
-        copies = n and self.n_contaminated  # (with n_records 0 synth writes nothing: nothing to copy into)
-        refuse(copies and not (self.n_instructions and self.n_heldout_instructions >= self.n_contaminated) and
-               f"n_contaminated {self.n_contaminated} copies held-out questions: it needs n_instructions > 0 and "
-               f"n_heldout_instructions >= {self.n_contaminated} (they are {self.n_instructions} and "
-               f"{self.n_heldout_instructions})")
+        # copies of held-out questions, where synth writes raw records and held-out questions (else none are made)
+        held = n and self.n_instructions and self.n_heldout_instructions
+        refuse(held and self.n_contaminated > self.n_heldout_instructions and f"n_contaminated {self.n_contaminated} > "
+               f"n_heldout_instructions {self.n_heldout_instructions}: each copy is of another held-out question")
         return self
 
 # %% ../nbs/00_config.ipynb #4f6a4fc1

@@ -557,7 +557,7 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     if s.n_instructions:
         outputs += write_instructions(d, s, cfg.run.seed)
         truth |= dict(instructions=s.n_instructions, heldout_instructions=s.n_heldout_instructions)
-    if s.n_contaminated:
+    if s.n_contaminated and s.n_instructions and s.n_heldout_instructions:
         copies = contaminated_copies(d/"chat"/"heldout.jsonl", s.n_contaminated, cfg.run.seed)
         lines = lines + [json.dumps(c, ensure_ascii=False).encode() for c, _ in copies]
         truth |= dict(lines=len(lines), valid=truth["valid"] + len(copies), contaminated=len(copies),
