@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_clean.ipynb #45845f1b
 from __future__ import annotations
-import importlib, json, re, threading, unicodedata
+import functools, importlib, json, re, threading, unicodedata
 from collections import Counter
 from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor
@@ -19,17 +19,18 @@ from .run import Stage, save_figure
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
-           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'DECONTAM_TEXTS',
-           'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST',
-           'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES',
-           'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS',
-           'CONVERSATIONS', 'TERMS_PLOTTED', 'OUTPUTS', 'CLEAN', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
-           'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql',
-           'any_match_sql', 'marks_sql', 'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text',
-           'eval_examples', 'EvalGrams', 'eval_grams', 'decontaminate', 'near_lsh', 'connect_at', 'connect',
-           'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows',
-           'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass', 'words_of',
-           'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs',
+           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'NO_LANGUAGE',
+           'LANG_BATCH_CELLS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
+           'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
+           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES',
+           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN',
+           'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql',
+           'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql',
+           'decontam_words', 'record_strings', 'ngram_keys', 'plain_text', 'eval_examples', 'EvalGrams', 'eval_grams',
+           'LangModel', 'lang_identifier', 'text_language', 'languages_of', 'judge_texts', 'near_lsh', 'connect_at',
+           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
+           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
+           'words_of', 'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs',
            'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
@@ -279,7 +280,7 @@ def eval_examples(path:Path # a file of evaluation examples
     raise ValueError(f"{path}: an evaluation file must be .jsonl, .json, .csv or .parquet")
 
 class EvalGrams(NamedTuple):
-    "The n-grams of the evaluation tasks, for `decontaminate`."
+    "The n-grams of the evaluation tasks, for `judge_texts`."
     keys: np.ndarray  # uint64 n-gram hashes, sorted, each once
     task: np.ndarray  # for each key, the index in `names` of the first task that has it
     names: list[str]  # the tasks, in the order listed
@@ -304,34 +305,136 @@ def eval_grams(files:list[tuple[str, Path]], # (task, file) of each evaluation f
 
 
 # %% ../nbs/12_clean.ipynb #20066ee1
-DECONTAM_TEXTS = 20_000  # distinct texts tokenized at a time (Python holds one batch of them)
-
-def _contaminated_tasks(texts:list[str], eg:EvalGrams) -> list[int]:
+def _contaminated_tasks(plains:list[str], # texts as `plain_text` gives them
+                        eg:EvalGrams) -> list[int]:
     "For each text, the index of the first task it shares an n-gram with, or -1."
     out = []
-    for t in texts:
-        k = ngram_keys(decontam_words(plain_text(t)), eg.n)
+    for t in plains:
+        k = ngram_keys(decontam_words(t), eg.n)
         hit = k[np.isin(k, eg.keys)]
         out.append(int(eg.task[np.searchsorted(eg.keys, hit)].min()) if len(hit) else -1)
     return out
 
-def decontaminate(con, # a connection holding pass 1's table `scored`
-                  eg:EvalGrams|None # the tasks' n-grams (None or no n-grams: nothing to do)
-                 ) -> None:
-    "Set `reason` to `contaminated:<task>` on every row of `scored` whose text shares an n-gram with a task's example."
-    if eg is None or not len(eg.keys): return
-    con.execute("""CREATE TEMP TABLE decon_texts AS SELECT row_number() OVER (ORDER BY text_hash) - 1 AS tid, text_hash,
+
+# %% ../nbs/12_clean.ipynb #6db6f6b2
+NO_LANGUAGE = "zxx"  # ISO 639: no linguistic content (a text without a single letter)
+
+class LangModel(NamedTuple):
+    "py3langid's identifier and its model as arrays (`languages_of`): the byte automaton and the naive Bayes tables."
+    ident: object  # py3langid's `LanguageIdentifier`, choosing among the candidates
+    nextmove: np.ndarray  # the automaton's next state, at `rowbase[state] + byte`
+    rowbase: np.ndarray  # each state's row in `nextmove`
+    output: np.ndarray  # the feature a state emits, or -1
+    table: np.ndarray  # features x languages: each feature's log-likelihood (float32)
+    prior: np.ndarray  # each language's log prior
+    aliases: list  # (first, dupe): the columns of a label listed twice (py3langid keeps the larger score)
+
+@functools.lru_cache(maxsize=4)
+def lang_identifier(candidates:tuple[str, ...]=() # ISO 639 codes to choose among; () = all of py3langid's
+                   ) -> LangModel:
+    "py3langid's model, choosing among `candidates`; a `ValueError` naming `clean.lang_candidates` if it lacks one."
+    from py3langid.langid import LanguageIdentifier, MODEL_FILE  # 0.4 s to load its model: only when identifying
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE)
+    if unknown := sorted(set(candidates) - set(ident.nb_classes)):
+        raise ValueError(f"clean.lang_candidates: py3langid knows no language {unknown}; "
+                         f"it knows {', '.join(sorted(set(ident.nb_classes)))}")
+    if candidates: ident.set_languages(list(candidates))
+    first = {}
+    aliases = [(first[c], i) for i, c in enumerate(ident.nb_classes) if first.setdefault(c, i) != i]
+    return LangModel(ident, np.asarray(ident.tk_nextmove, np.int32), np.asarray(ident.tk_row, np.int32) << 8,
+                     np.asarray(ident.tk_output, np.int32), np.asarray(ident.nb_ptc, np.float32),
+                     np.asarray(ident.nb_pc, np.float32), aliases)
+
+def text_language(lm:LangModel, # from `lang_identifier`
+                  text:str # a text as `plain_text` gives it
+                 ) -> str:
+    "The ISO 639 code of the most likely language of `text` (py3langid's own `classify`), or NO_LANGUAGE without a letter."
+    return lm.ident.classify(text)[0] if any(c.isalpha() for c in text) else NO_LANGUAGE
+
+
+# %% ../nbs/12_clean.ipynb #d850415d
+LANG_BATCH_CELLS = 8_000_000  # texts x bytes walked at a time (their features: 32 MB of int32)
+LANG_LONG_TEXT = 4096  # bytes: a longer text is read by py3langid's own walk
+
+def _encoded(text:str) -> bytes:
+    "The bytes py3langid reads of `text`: lower case if all upper case, NFC, UTF-8."
+    if text.isupper(): text = text.lower()
+    return unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
+
+def _batch_scores(lm:LangModel, data:list[bytes] # sorted longest first
+                 ) -> np.ndarray:
+    "py3langid's raw scores of each of `data` (texts x languages), the automaton walked over all of them at once."
+    import scipy.sparse as sp
+    from py3langid.langid import RAW_FLOOR
+    n, width = len(data), len(data[0]) if data else 0
+    lens = np.fromiter(map(len, data), np.int64, n)
+    walked = np.zeros((n, width), np.uint8)
+    walked[np.arange(width) < lens[:, None]] = np.frombuffer(b"".join(data), np.uint8)
+    feats, state = np.full((n, width), -1, np.int32), np.zeros(n, np.int32)
+    longer = np.searchsorted(-lens, -np.arange(width))  # at position p, the texts longer than p: the first longer[p]
+    for p, k in enumerate(longer):
+        state[:k] = lm.nextmove[lm.rowbase[state[:k]] + walked[:k, p]]
+        feats[:k, p] = lm.output[state[:k]]
+    rows, cols = np.nonzero(feats >= 0)
+    counts = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, feats[rows, cols])), shape=(n, len(lm.table)))
+    counts.sum_duplicates()
+    np.log1p(counts.data, out=counts.data)  # py3langid scores log(1 + count) of each feature
+    scores = np.asarray(counts @ lm.table) + lm.prior
+    scores[np.diff(counts.indptr) == 0] = RAW_FLOOR  # no feature: py3langid's floor
+    for i, j in lm.aliases: scores[:, i], scores[:, j] = np.maximum(scores[:, i], scores[:, j]), RAW_FLOOR
+    return scores
+
+def languages_of(lm:LangModel, # from `lang_identifier`
+                 texts:list[str] # texts as `plain_text` gives them
+                ) -> list[str]:
+    "`text_language` of each of `texts`, short ones walked in batches."
+    out = [NO_LANGUAGE if not any(c.isalpha() for c in t) else None for t in texts]
+    data = {i: _encoded(t) for i, t in enumerate(texts) if out[i] is None}
+    order = sorted(data, key=lambda i: -len(data[i]))
+    for i in order:
+        if len(data[i]) <= LANG_LONG_TEXT: break
+        out[i] = lm.ident.classify(texts[i])[0]
+    short = [i for i in order if out[i] is None]
+    while short:
+        size = max(1, LANG_BATCH_CELLS // len(data[short[0]]))  # the longest first: a batch's width is its first's
+        batch, short = short[:size], short[size:]
+        for i, best in zip(batch, _batch_scores(lm, [data[i] for i in batch]).argmax(1)): out[i] = lm.ident.nb_classes[best]
+    return out
+
+
+# %% ../nbs/12_clean.ipynb #9aaa2398
+JUDGED_TEXTS = 20_000  # distinct texts read at a time (Python holds one batch of them)
+
+def _language_sql(ccfg) -> str:
+    "SQL: true where the verdict `v.lang` is a language `clean.languages` does not allow."
+    if not ccfg.languages: return "false"
+    return f"v.lang NOT IN ({', '.join(sql_str(l) for l in [*ccfg.languages, NO_LANGUAGE])})"
+
+def judge_texts(con, # a connection holding pass 1's table `scored`
+                ccfg, # the `clean` section: lang_id, languages, lang_candidates
+                eg:EvalGrams|None=None # the tasks' n-grams (None or no n-grams: no decontamination)
+               ) -> None:
+    "Each distinct text of `scored` read once: `lang` on its rows, and `contaminated:<task>` or `language` as `reason`."
+    lm = lang_identifier(tuple(ccfg.lang_candidates)) if ccfg.lang_id else None
+    if ccfg.languages and (unknown := sorted(set(ccfg.languages) - set(lm.ident.nb_classes))):
+        raise ValueError(f"clean.languages: py3langid knows no language {unknown}")
+    check = eg is not None and len(eg.keys) > 0
+    if lm is None and not check: return
+    con.execute("""CREATE TEMP TABLE judged_texts AS SELECT row_number() OVER (ORDER BY text_hash) - 1 AS tid, text_hash,
                    text FROM (SELECT text_hash, any_value(text) AS text FROM scored GROUP BY text_hash)""")
-    con.execute("CREATE TEMP TABLE decon_hits (tid UBIGINT, task VARCHAR)")
-    (n,) = con.execute("SELECT count(*) FROM decon_texts").fetchone()
-    for lo in range(0, n, DECONTAM_TEXTS):
-        tids, texts = con.execute("SELECT list(tid ORDER BY tid), list(text ORDER BY tid) FROM decon_texts "
-                                  "WHERE tid >= ? AND tid < ?", [lo, lo + DECONTAM_TEXTS]).fetchone()
-        hits = [(tid, eg.names[t]) for tid, t in zip(tids, _contaminated_tasks(texts, eg)) if t >= 0]
-        if hits: con.executemany("INSERT INTO decon_hits VALUES (?, ?)", hits)
-    con.execute("""UPDATE scored SET reason = 'contaminated:' || h.task FROM decon_hits h
-                   JOIN decon_texts t ON t.tid = h.tid WHERE scored.text_hash = t.text_hash""")
-    con.execute("DROP TABLE decon_texts; DROP TABLE decon_hits")
+    con.execute("CREATE TEMP TABLE verdicts (tid UBIGINT, lang VARCHAR, task VARCHAR)")
+    (n,) = con.execute("SELECT count(*) FROM judged_texts").fetchone()
+    for lo in range(0, n, JUDGED_TEXTS):
+        tids, texts = con.execute("SELECT list(tid ORDER BY tid), list(text ORDER BY tid) FROM judged_texts "
+                                  "WHERE tid >= ? AND tid < ?", [lo, lo + JUDGED_TEXTS]).fetchone()
+        plains = [plain_text(t) for t in texts]
+        langs = languages_of(lm, plains) if lm else [None] * len(plains)
+        tasks = [eg.names[t] if t >= 0 else None for t in _contaminated_tasks(plains, eg)] if check else [None] * len(plains)
+        con.execute("INSERT INTO verdicts SELECT unnest(?), unnest(?), unnest(?)", [tids, langs, tasks])
+    con.execute(f"""UPDATE scored SET lang = v.lang, reason = CASE WHEN v.task IS NOT NULL THEN 'contaminated:' || v.task
+                                                              WHEN {_language_sql(ccfg)} THEN 'language' ELSE reason END
+                    FROM verdicts v JOIN judged_texts t ON t.tid = v.tid WHERE scored.text_hash = t.text_hash""")
+    con.execute("DROP TABLE judged_texts; DROP TABLE verdicts")
 
 
 # %% ../nbs/12_clean.ipynb #b3c65144
@@ -423,7 +526,8 @@ def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_P
       pii_counted AS (SELECT * EXCLUDE (raw){_pii_count_cols(ccfg)} FROM redacted),
       words_counted AS (SELECT *, {hits} AS sensitive_hits FROM pii_counted),
       acted AS (SELECT * EXCLUDE (_work) REPLACE ({after_action} AS text) FROM words_counted)
-      SELECT *, {_reason_sql(ccfg, words, quality)} AS reason, {TEXT_KEY} AS text_hash FROM acted"""
+      SELECT *, NULL::VARCHAR AS lang, {_reason_sql(ccfg, words, quality)} AS reason, {TEXT_KEY} AS text_hash
+      FROM acted"""
 
 # %% ../nbs/12_clean.ipynb #4fb9a3af
 def make_scored(con, ccfg, words:list[str], src:str, per_text:bool=False):
@@ -446,7 +550,7 @@ def _first_copies(con, ccfg=None, words:list[str]=()):
         WHERE copies > 1 OR verdict IS NOT NULL  -- a text alone and kept: its row is its first copy""")
 
 NOT_KEPT = ("ingest_time",)  # when ingest read the row: it changes with each re-read, and clean's outputs would with it
-ROW_COLS = ", ".join(c for c in SCHEMA.names if c not in NOT_KEPT)  # the ingest columns both output files keep
+ROW_COLS = ", ".join([c for c in SCHEMA.names if c not in NOT_KEPT] + ["lang"])  # what both output files keep of a row
 IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
 def exact_dedup(con, ccfg=None, words:list[str]=()):
@@ -654,7 +758,7 @@ def _term_sample(con, sample:int) -> list[str]:
     return [t for (t,) in _query(con, f"SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}")]
 
 # %% ../nbs/12_clean.ipynb #2f36f903
-STEPS = ["contaminated", "sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
+STEPS = ["contaminated", "language", "sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
          "repeated_lines", "exact_dup", "near_dup"]  # `contaminated` stands for each task's `contaminated:<task>`
 
 def ordered_reasons(by_reason:dict) -> dict:
@@ -733,17 +837,21 @@ def clean_stats(con, # a connection holding the stage's tables `scored`, `first_
 
 # %% ../nbs/12_clean.ipynb #47fb386c
 TERMS_PLOTTED = 15  # the most frequent terms in the plot (stats.json has TOP_TERMS)
+LANGUAGES_PLOTTED = 10  # the languages of the most rows in the plot (stats.json has all)
 
 def plot_stats(stats:dict, # from `clean_stats`
                path:Path # the PNG to write
               ) -> Path:
-    "Rows remaining after each step, the length histogram, the top terms and what each source kept, as one PNG."
+    "Rows remaining after each step, the length histogram, the top terms, what each source and language kept: one PNG."
     from matplotlib.figure import Figure  # not pyplot: leaves the notebook's backend alone
     with cjk_fonts():
-        fig = Figure(figsize=(20, 3.8))
-        a, b, c, d = fig.subplots(1, 4)
+        fig = Figure(figsize=(16, 7.6))
+        (a, b, c), (d, e, f) = fig.subplots(2, 3)
         _draw_stats(stats, a, b, c)
-        _draw_sources(stats.get("sources", {}), d)
+        _draw_kept(stats.get("sources", {}), d, "rows per ingest source")
+        langs = dict(list(stats.get("languages", {}).items())[:LANGUAGES_PLOTTED])
+        _draw_kept(langs, e, "rows per language (py3langid)" if langs else "languages: clean.lang_id is off")
+        f.axis("off")
         return save_figure(fig, path)
 
 def _draw_stats(stats:dict, a, b, c):
@@ -760,17 +868,18 @@ def _draw_stats(stats:dict, a, b, c):
     c.barh([t for t, _ in terms], [n for _, n in terms], color="#6baed6")
     c.set_title("most frequent terms (sample of kept texts)")
 
-def _draw_sources(sources:dict, d):
-    "Each ingest source's rows, kept and rejected, on `d` (a matplotlib axis)."
-    names = list(sources)[::-1]
-    kept = [sources[s]["kept"] for s in names]
-    rejected = [sources[s]["rows_in"] - sources[s]["kept"] for s in names]
-    d.barh(names, kept, color="#31a354", label="kept")
-    d.barh(names, rejected, left=kept, color="#de2d26", label="rejected")
+def _draw_kept(counts:dict, # {name: {rows_in, kept}}: sources, languages
+               ax, title:str):
+    "The rows of each name, kept and rejected, as stacked bars on `ax` (a matplotlib axis)."
+    names = list(counts)[::-1]
+    kept = [counts[s]["kept"] for s in names]
+    rejected = [counts[s]["rows_in"] - counts[s]["kept"] for s in names]
+    ax.barh(names, kept, color="#31a354", label="kept")
+    ax.barh(names, rejected, left=kept, color="#de2d26", label="rejected")
     for y, s in enumerate(names):
-        d.text(sources[s]["rows_in"], y, f" {sources[s]['kept']:,} of {sources[s]['rows_in']:,}", va="center", fontsize=8)
-    d.set_title("rows per ingest source")
-    if names: d.legend(loc="lower right", fontsize=8)
+        ax.text(counts[s]["rows_in"], y, f" {counts[s]['kept']:,} of {counts[s]['rows_in']:,}", va="center", fontsize=8)
+    ax.set_title(title)
+    if names: ax.legend(loc="lower right", fontsize=8)
 
 
 # %% ../nbs/12_clean.ipynb #2ff22929
@@ -812,6 +921,11 @@ def _decontam_stats(eg:EvalGrams|None, rejected:dict) -> dict:
     if eg is None: return {}
     return dict(ngram=eg.n, tasks={t: dict(v, rejected=rejected.get(f"contaminated:{t}", 0)) for t, v in eg.tasks.items()})
 
+# rows of each language (py3langid's code in `lang`) in the written files, kept and all, most rows first
+LANGUAGES = """SELECT lang, count(*) AS n, count(*) FILTER (WHERE kept) FROM (
+                   SELECT lang, true AS kept FROM read_parquet(?) UNION ALL SELECT lang, false FROM read_parquet(?))
+               WHERE lang IS NOT NULL GROUP BY 1 ORDER BY n DESC, lang"""
+
 def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
     "clean/stats.json, with counts, samples and sources from the written files; fails if rows went missing or differ."
     kept = dict(_query(con, "SELECT source, count(*) FROM read_parquet(?) GROUP BY 1", out/"clean.parquet"))
@@ -822,6 +936,8 @@ def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
     same = counts == counted and ordered_reasons(by_reason) == stats["rejected"]
     stats["counts"] = dict(counts, invariant_ok=counts["invariant_ok"] and same)
     stats["sources"] = _per_source(rows, kept)
+    if langs := _query(con, LANGUAGES, out/"clean.parquet", out/"rejected.parquet"):  # none: clean.lang_id is off
+        stats["languages"] = {lang: dict(rows_in=n, kept=k) for lang, n, k in langs}
     if eg is not None: stats["decontamination"] = _decontam_stats(eg, stats["rejected"])
     stats["samples"] = _reject_samples(con, out/"rejected.parquet")
     (out/"stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False))
@@ -854,6 +970,7 @@ def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned."
     res = dict(stats["counts"], conversations=stats["conversations"], rejected=stats["rejected"], pii=stats["pii"],
                sensitive_hits=stats["sensitive_hits"], sources={s: v["kept"] for s, v in stats.get("sources", {}).items()},
+               languages={l: v["kept"] for l, v in stats.get("languages", {}).items()},
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     words = run.cfg.clean.sensitive_words_file  # the word list is an input too, and so are the evaluation files
     tasks = stats.get("decontamination", {}).get("tasks", {})
@@ -871,7 +988,7 @@ def clean_duckdb(cfg, # the run's config (`cfg.clean` for this stage)
     con, words, eg = connect(cc, run), sensitive_words(cc, run), run_eval_grams(cfg, run)
     per_text = judge_per_text(cc, words)
     make_scored(con, cc, words, str(run.input("ingest/parts")/"*.parquet"), per_text)
-    decontaminate(con, eg)
+    judge_texts(con, cc, eg)  # language and decontamination, once per distinct text
     # matplotlib takes 0.5 s of CPU to import: on the side (DuckDB's queries release the GIL), once pass 1 is done,
     # which keeps both cores busy on its own (0.1-0.2 s sooner at the end than importing from the start)
     threading.Thread(target=importlib.import_module, args=("matplotlib.figure",), daemon=True).start()

@@ -13,7 +13,7 @@ from .config import load_config, memory_bytes
 from .run import Run
 from .clean import (CLEAN, clean_duckdb, record_clean, connect_at, sensitive_words, exact_dedup, duckdb_memory_limit, near_decide, near_dedup_pass,
                           make_near_bands, make_near_pairs, make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes, sql_str,
-                          write_outputs, decontaminate, run_eval_grams)
+                          write_outputs, judge_texts, run_eval_grams)
 
 # %% auto #0
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
@@ -82,9 +82,9 @@ def score_shard(job:CleanJob, rank:int, world:int) -> dict:
     "Step 1, `world` tasks: pass 1 of `12_clean` over the input rows of shard `rank` → scored/<rank>.parquet."
     con = task_con(job, f"score-{rank}")
     sql = scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
-    if job.eval_grams is not None:  # decontamination is per text: each shard's rows get the verdicts one process gives
+    if job.ccfg.lang_id or job.eval_grams is not None:  # per text: each shard's rows get the verdicts one process gives
         con.execute(f"CREATE TEMP TABLE scored AS {sql}")
-        decontaminate(con, job.eval_grams)
+        judge_texts(con, job.ccfg, job.eval_grams)
         sql = "SELECT * FROM scored"
     path = job.part("scored", rank)
     con.execute(f"COPY (SELECT * EXCLUDE (text_hash), {HALVES} FROM ({sql})) TO ? (FORMAT parquet)", [str(path)])

@@ -177,6 +177,11 @@ class CleanCfg(Section):
     # the run's own too: the files of `evaluate.local_tasks` and, when the stage is on, `preference.heldout`
     decontaminate_evaluated: bool = True
     decontam_ngram: int = Field(13, ge=1)  # tokens: words; in Chinese and Japanese, jieba's words (GPT-3: 13 words)
+    # language ID (py3langid): every row's `lang`, counted per language in the stats and the plot
+    lang_id: bool = True
+    languages: list[str] = []  # ISO 639-1 codes to keep, e.g. [zh, en]: a row read as another is rejected; [] = all
+    # the languages the identifier chooses among ([] = its 97): short Chinese texts read as Wu or Cantonese otherwise
+    lang_candidates: list[str] = []
     near_dedup: bool = True  # MinHash + LSH near-duplicate removal (llm_nb.minhash), pairs verified exactly
     near_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard similarity of character n-grams
     # character n-gram size (characters, so CJK needs no word segmentation; short texts want 2-3)
@@ -196,6 +201,11 @@ class CleanCfg(Section):
     def _bounds(self):
         refuse(self.min_chars > self.max_chars and f"clean.min_chars={self.min_chars} > clean.max_chars="
                f"{self.max_chars}: every text would be rejected; lower min_chars or raise max_chars")
+        refuse(self.languages and not self.lang_id and f"clean.languages={self.languages} needs clean.lang_id: "
+               "without language ID no row has a language to keep")
+        out = [l for l in self.languages if self.lang_candidates and l not in self.lang_candidates]
+        refuse(out and f"clean.languages {out} are not among clean.lang_candidates={self.lang_candidates}: "
+               "no row could be read as them; add them to lang_candidates")
         return self
 
 # %% ../nbs/00_config.ipynb #an0c0002

@@ -4,15 +4,16 @@
 
 # %% ../nbs/11_documents.ipynb #a10b0005
 from __future__ import annotations
-import functools, io, re, shutil, subprocess, zipfile
+import functools, io, re, shutil, statistics, subprocess, zipfile
 from pathlib import Path
 from typing import NamedTuple
 from .config import SourceCfg
 from .records import Event, check_text, escaped, text_chunks
 
 # %% auto #0
-__all__ = ['OCR_TIMEOUT', 'PDF_HEADER_WITHIN', 'RAW_HEAD', 'OLE_MAGIC', 'DOCUMENT_READERS', 'markdown_table', 'dehyphenate',
-           'bare_images', 'PageContent', 'page_content', 'ocr_unavailable', 'ocr_page', 'damaged_contents',
+__all__ = ['LETTER_SPACED_MIN_WORDS', 'LETTER_SPACED_SHARE', 'OCR_TIMEOUT', 'PDF_HEADER_WITHIN', 'RAW_HEAD', 'OLE_MAGIC',
+           'DOCUMENT_READERS', 'markdown_table', 'dehyphenate', 'letter_spaced', 'mirror_options', 'spaced_tolerance',
+           'read_text', 'bare_images', 'PageContent', 'page_content', 'ocr_unavailable', 'ocr_page', 'damaged_contents',
            'PageResult', 'page_records', 'pdf_problem', 'open_failure', 'read_pdf', 'read_html', 'docx_blocks',
            'docx_problem', 'read_docx', 'document_events']
 
@@ -33,6 +34,45 @@ _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-\n(?=[a-z])")  # a letter, "-" ending
 def dehyphenate(text:str) -> str:
     "Join words hyphenated across a line break."
     return _HYPHEN_BREAK.sub("", text)
+
+# %% ../nbs/11_documents.ipynb #a10b0073
+LETTER_SPACED_MIN_WORDS = 20  # a text is judged letter-spaced only with at least this many words of Latin letters
+LETTER_SPACED_SHARE = 0.6  # ... and this share of them one letter long
+
+def letter_spaced(text:str) -> str|None:
+    "Why `text` reads letter-spaced (most of its words of Latin letters are one letter long), or None."
+    found = [w for w in text.split() if w.isalpha() and all(ord(ch) < 0x250 for ch in w)]  # Latin letters only
+    single = sum(len(w) == 1 for w in found)
+    if len(found) < LETTER_SPACED_MIN_WORDS or single < LETTER_SPACED_SHARE * len(found): return None
+    return f"{single} of {len(found)} words are one letter"
+
+def mirror_options(chars:list # a page's characters (`page.chars`)
+                  ) -> dict:
+    "`extract_text` options that undo a mirror, when most characters that are not upright are mirrored; else {}."
+    turned = [c for c in chars if not c["upright"] and c["text"].strip()]
+    flipped = [c for c in turned if c["matrix"][0] * c["matrix"][3] - c["matrix"][1] * c["matrix"][2] < 0]
+    if not flipped or 2 * len(flipped) <= len(turned): return {}
+    if 2 * sum(c["matrix"][0] < 0 for c in flipped) > len(flipped):  # x flipped: each line runs right to left
+        return dict(line_dir_rotated="ttb", char_dir_rotated="rtl")
+    return dict(line_dir_rotated="btt", char_dir_rotated="ltr")  # y flipped: the lines run bottom to top
+
+def spaced_tolerance(chars:list # a page's characters
+                    ) -> float|None:
+    "An `x_tolerance` that joins letter-spaced letters: twice their median gap; None when no space glyph parts words."
+    if not any(c["text"] == " " for c in chars): return None  # only the gaps part its words
+    gaps = [max(b["x0"] - a["x1"], a["x0"] - b["x1"]) for a, b in zip(chars, chars[1:])
+            if a["text"].strip() and b["text"].strip() and abs(a["top"] - b["top"]) < 1]  # neighbours on a line
+    return max(2 * statistics.median(gaps), 3) if gaps else None  # 3: pdfplumber's default
+
+def read_text(page # a `pdfplumber` page, or a crop of one
+             ) -> str:
+    "The page's text: mirrored text read in order, letter-spaced text parted by space glyphs read as words."
+    opts = mirror_options(page.chars)
+    text = page.extract_text(**opts) or ""
+    if letter_spaced(text) and (tol := spaced_tolerance(page.chars)):
+        again = page.extract_text(x_tolerance=tol, **opts) or ""
+        if not letter_spaced(again): return again
+    return text
 
 # %% ../nbs/11_documents.ipynb #a10b0050
 def bare_images(page, # a `pdfplumber` page
@@ -64,7 +104,7 @@ def page_content(page, # a `pdfplumber` page
         found = page.find_tables() if tables else []
         outside = page
         for t in found: outside = outside.outside_bbox(t.bbox)
-        text = dehyphenate(outside.extract_text() or "")
+        text = dehyphenate(read_text(outside))
         return PageContent(text, [t.extract() for t in found], len(page.images), bare_images(page, min_image))
     finally: page.close()
 
@@ -130,6 +170,9 @@ def page_records(page, # a `pdfplumber` page
     try:
         broken = damaged_contents(page)
         c = page_content(page, src.tables, src.ocr_min_image)
+        if spaced := letter_spaced(c.text):
+            start = " ".join(c.text.split())[:24].rstrip()
+            return PageResult("dead", reason=f'page {no} reads letter-spaced ("{start} ..."): {spaced}')
         if c.text.strip() or c.tables:
             res = _read_bare_images(page, c, src) if c.bare else PageResult("text", *c[:2])
             if broken and not res.reason: res = res._replace(reason=f"page {no}: text may be incomplete: {broken}")
@@ -236,7 +279,9 @@ def read_pdf(path:Path, # a PDF file
     except Exception as e:
         yield Event("bad", 0, reason=open_failure(e))
         return
-    with pdf: yield from _pdf_events(pages, src, policy)
+    with pdf:
+        if pages: yield from _pdf_events(pages, src, policy)
+        else: yield Event("bad", 0, reason="empty pdf: it has no pages")  # opened fine, but nothing to count
 
 # %% ../nbs/11_documents.ipynb #a10b0040
 def read_html(path:Path, # an HTML file

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_synth.ipynb #afa51177
 from __future__ import annotations
-import datetime as dt, json, random, re
+import contextlib, datetime as dt, json, random, re
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -42,8 +42,8 @@ MED_SYMPTOMS = ["头痛", "咳嗽", "发热", "胸闷", "腹痛", "乏力", "失
 MED_FINDINGS = ["血常规未见异常", "胸片示肺纹理增粗", "心电图窦性心律",
                 "血压偏高", "肝功能轻度异常", "体温正常"]
 MED_ADVICE = ["建议复查", "注意休息", "清淡饮食", "按时服药", "一周后门诊随访"]
-# what held-out records say instead (`held=True`): phrases no training record has, made of words the training text
-# has (so the tiny model's tokenizer knows them), so that no held-out question is a near copy of a trained one
+# what held-out records say instead (`held=True`): phrases no training record has, so that no held-out question is a
+# near copy of a trained one
 HELD = dict(zh_opinions=["做工很好", "颜色一般", "声音偏小", "味道很正", "手感一般"], zh_endings=["下次回购", "总体不错", "不太推荐"],
             en_opinions=["is well made", "looks cheap", "arrived late", "runs large", "feels solid"],
             en_endings=["Worth it.", "Not bad.", "Would not buy again."],
@@ -244,13 +244,32 @@ def scan_image(text:str, # what the "scanned" page says (Chinese needs a CJK fon
 # %% ../nbs/03_synth.ipynb #d0c5a005
 FIXED_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)  # the creation date written into every PDF
 
+def _glyph_by_glyph(pdf, text:str, spacing:float):
+    "Draw `text` one glyph at a time, `spacing` points after each, the spaces left out (their width stays)."
+    y = pdf.get_y() + 5  # the first baseline
+    for line in text.split("\n"):  # not wrapped: one printed line per line of text
+        x = pdf.l_margin
+        for ch in line:
+            if ch != " ": pdf.text(x, y, ch)
+            x += pdf.get_string_width(ch) + spacing / pdf.k  # `pdf.k`: points per mm
+        y += 6
+    pdf.set_y(y)
+
 def _pdf_page(pdf, page:dict):
     "Add one page to the `fpdf.FPDF` document `pdf`: a scanned image, then its text, then its table."
     pdf.add_page()
     if page.get("scan"):
         pdf.image(img := scan_image(page["scan"]), x=10, y=20, w=190)
         pdf.set_y(20 + 190 * img.height / img.width + 5)  # the page's text (a partial text layer) below the scan
-    if page.get("text"): pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
+    if page.get("text"):
+        mirrors = {"left-right": ((pdf.w / 2, 0), "NORTH"), "top-bottom": ((0, pdf.h / 2), "EAST")}  # fpdf2's terms
+        mirror = mirrors.get(page.get("mirrored"))
+        with pdf.mirror(*mirror) if mirror else contextlib.nullcontext():  # across the page's middle line
+            if page.get("glyphs"): _glyph_by_glyph(pdf, page["text"], page.get("spacing", 0))
+            else:
+                pdf.set_char_spacing(page.get("spacing", 0))  # points after every glyph, spaces included
+                pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
+                pdf.set_char_spacing(0)
     if page.get("table"):
         with pdf.table() as t:
             for row in page["table"]:
@@ -258,7 +277,7 @@ def _pdf_page(pdf, page:dict):
                 for c in row: cells.cell(c)
 
 def sample_pdf(path:str|Path, # the PDF to write
-               pages:list[dict], # one dict per page: `text`, `table`, `scan` (any of them; {} = blank page)
+               pages:list[dict], # a dict per page: `text`, `table`, `scan`, `spacing`, `glyphs`, `mirrored`; {}: blank
                password:str|None=None # a user password: the file cannot be opened without it
               ) -> Path:
     "Write a PDF whose every page's content is known."
