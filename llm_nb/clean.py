@@ -316,7 +316,7 @@ def _contaminated_tasks(plains:list[str], # texts as `plain_text` gives them
     return out
 
 
-# %% ../nbs/12_clean.ipynb #6db6f6b2
+# %% ../nbs/12_clean.ipynb #c14541e2
 NO_LANGUAGE = "zxx"  # ISO 639: no linguistic content (a text without a single letter)
 
 class LangModel(NamedTuple):
@@ -352,7 +352,7 @@ def text_language(lm:LangModel, # from `lang_identifier`
     return lm.ident.classify(text)[0] if any(c.isalpha() for c in text) else NO_LANGUAGE
 
 
-# %% ../nbs/12_clean.ipynb #d850415d
+# %% ../nbs/12_clean.ipynb #e0f8cfa7
 LANG_BATCH_CELLS = 8_000_000  # texts x bytes walked at a time (their features: 32 MB of int32)
 LANG_LONG_TEXT = 4096  # bytes: a longer text is read by py3langid's own walk
 
@@ -402,7 +402,7 @@ def languages_of(lm:LangModel, # from `lang_identifier`
     return out
 
 
-# %% ../nbs/12_clean.ipynb #9aaa2398
+# %% ../nbs/12_clean.ipynb #1776476f
 JUDGED_TEXTS = 20_000  # distinct texts read at a time (Python holds one batch of them)
 
 def _language_sql(ccfg) -> str:
@@ -947,18 +947,40 @@ def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
     if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: the files hold {counts}, the tables {counted}")
     return stats
 
+def _rows_kept(con, col:str # `source` or `lang`
+              ) -> dict:
+    "{value of `col`: {rows_in, kept}} from the tables `scored` and `kept`, most rows first (NULL left out)."
+    rows = _query(con, f"""SELECT s.v, s.n, coalesce(k.n, 0) FROM (SELECT {col} AS v, count(*) AS n FROM scored GROUP BY 1) s
+                           LEFT JOIN (SELECT {col} AS v, count(*) AS n FROM kept GROUP BY 1) k ON s.v = k.v
+                           WHERE s.v IS NOT NULL ORDER BY s.n DESC, s.v""")
+    return {v: dict(rows_in=n, kept=k) for v, n, k in rows}
+
+def _terms_and_plot(drawn:dict, texts:list[str], path:Path) -> list:
+    "The top terms of `texts`, then the plot of `drawn` with them; the terms."
+    drawn["top_terms"] = top_terms(texts)
+    plot_stats(drawn, path)
+    return drawn["top_terms"]
+
 def write_outputs(con, ccfg, out:Path, engine:dict, eg:EvalGrams|None=None) -> dict:
     "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)
     stats, texts = dict(clean_stats(con, ccfg, terms=False), engine=engine), _term_sample(con, ccfg.top_terms_sample)
-    with ThreadPoolExecutor(1) as pool:  # jieba's words in Python while DuckDB writes (its queries release the GIL)
-        terms = pool.submit(top_terms, texts)
+    drawn = dict(stats, sources=_rows_kept(con, "source"), languages=_rows_kept(con, "lang"))  # from the tables
+    # jieba's words and the plot in Python while DuckDB writes (its queries release the GIL)
+    with ThreadPoolExecutor(1) as pool:
+        terms = pool.submit(_terms_and_plot, drawn, texts, out/"stats.png")
         _write_clean(con, out/"clean.parquet")
         _write_rejected(con, out/"rejected.parquet")
         stats["top_terms"] = terms.result()
     stats = _write_stats(con, stats, out, eg)
-    plot_stats(stats, out/"stats.png")  # after: its last panel is the sources, counted from the files
+    for k in ("sources", "languages"):  # what the plot drew from the tables is what the files hold
+        if _rows_kept_of(stats.get(k, {})) != _rows_kept_of(drawn[k]):
+            raise RuntimeError(f"clean: {k} in the tables {drawn[k]} differ from the written files' {stats.get(k)}")
     return stats
+
+def _rows_kept_of(counts:dict) -> dict:
+    "{name: (rows_in, kept)} of per-source or per-language counts."
+    return {k: (v["rows_in"], v["kept"]) for k, v in counts.items()}
 
 
 # %% ../nbs/12_clean.ipynb #wo000002
