@@ -3,7 +3,8 @@
 Trains a small Llama (hidden 256, 4 layers, SentencePiece vocabulary) on the first 90% of tiny Shakespeare
 (full weights, CPU, a few minutes), exports it with llm_nb.export (llama.cpp's converter → f16 → Q8_0, Q4_K_M),
 and prints the verification table measured on blocks of the last 10%: ppl, Δppl% against the HF model,
-top-1 agreement, max |Δlogit|. Target: Q8_0's |Δppl| <= 1% (one line; exit status 1 when missed).
+top-1 agreement, mean KL divergence from the HF model, max |Δlogit|. Target: Q8_0's |Δppl| <= 1% (one line; exit
+status 1 when missed).
 `--smoke` builds, trains (5 steps), exports and verifies a model of width 64, one layer, on the corpus' first
 100,000 characters, and judges nothing (tools/bench_smoke.sh).
 

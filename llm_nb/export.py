@@ -184,17 +184,20 @@ def compare_logits(ref:list[np.ndarray], # reference logits per block (the HF mo
                    test:list[np.ndarray], # logits to judge, same shapes
                    blocks # the blocks of token ids both were computed on
                   ) -> dict:
-    "ppl of `ref` and `test`, top-1 agreement and max |Δlogit| of `test` against `ref` over all blocks."
-    nll_ref, nll_test, agree, delta = [], [], [], 0.0
+    "ppl of `ref` and `test`, top-1 agreement, max |Δlogit| and mean KL(ref ‖ test) of `test` against `ref`, all blocks."
+    nll_ref, nll_test, agree, kl, delta = [], [], [], [], 0.0
     for r, t, b in zip(ref, test, blocks):
         (nr, top_r), (nt, top_t) = next_token_stats(r, b), next_token_stats(t, b)
         nll_ref.append(nr)
         nll_test.append(nt)
         agree.append(top_r == top_t)
+        lr, lt = log_softmax(r[:-1].astype(np.float64)), log_softmax(t[:-1].astype(np.float64))  # the scored positions
+        kl.append((np.exp(lr) * (lr - lt)).sum(-1))
         delta = max(delta, float(np.abs(r - t).max()))
     ppl_ref, ppl = float(np.exp(np.concatenate(nll_ref).mean())), float(np.exp(np.concatenate(nll_test).mean()))
     return dict(ppl=ppl, dppl_pct=100 * (ppl - ppl_ref) / ppl_ref, top1_agreement=float(np.concatenate(agree).mean()),
-                max_logit_delta=delta, positions=int(sum(len(a) for a in agree)))
+                max_logit_delta=delta, kld=max(float(np.concatenate(kl).mean()), 0.0),  # rounding can dip below 0
+                positions=int(sum(len(a) for a in agree)))
 
 # %% ../nbs/40_export.ipynb #97a3c343
 def verify_gguf(files:dict, # format -> GGUF file
@@ -219,11 +222,11 @@ def verify_gguf(files:dict, # format -> GGUF file
 # %% ../nbs/40_export.ipynb #caf816e1
 def quality_markdown(rows:list[dict]) -> str:
     "The verification table as markdown."
-    head = ("| format | MiB | bits/weight | ppl | Δppl % | top-1 agreement | max abs Δlogit |\n"
-            "|---|--:|--:|--:|--:|--:|--:|\n")
+    head = ("| format | MiB | bits/weight | ppl | Δppl % | top-1 agreement | KLD | max abs Δlogit |\n"
+            "|---|--:|--:|--:|--:|--:|--:|--:|\n")
     return head + "\n".join(f"| {r['format']} | {r['bytes']/2**20:.2f} | {r['bits_per_weight']:.2f} | {r['ppl']:.3f} | "
-                            f"{r['dppl_pct']:+.2f} | {r['top1_agreement']:.3f} | {r['max_logit_delta']:.3f} |"
-                            for r in rows)
+                            f"{r['dppl_pct']:+.2f} | {r['top1_agreement']:.3f} | {r['kld']:.6f} | "
+                            f"{r['max_logit_delta']:.3f} |" for r in rows)
 
 # %% ../nbs/40_export.ipynb #aa29d3fc
 QUALITY_DPI = 90  # resolution of quality.png
@@ -232,10 +235,10 @@ TOP1_AXIS_FLOOR = 90  # % at which the top-1 axis starts, unless a format agrees
 def plot_quality(rows:list[dict], # rows of `verify_gguf`
                  path:Path # the PNG to write
                 ) -> Path:
-    "Size against quality loss per format: bits/weight bars with Δppl% and top-1 agreement."
+    "Size against quality loss per format: bits/weight bars with Δppl%, top-1 agreement and KL divergence."
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(8, 3))
-    a1, a2, a3 = fig.subplots(1, 3)
+    fig = Figure(figsize=(10.5, 3))
+    a1, a2, a3, a4 = fig.subplots(1, 4)
     names = [r["format"] for r in rows]
     a1.bar(names, [r["bits_per_weight"] for r in rows], color="#9ecae1")
     a1.set_title("bits / weight")
@@ -245,7 +248,9 @@ def plot_quality(rows:list[dict], # rows of `verify_gguf`
     a3.bar(names, [100 * r["top1_agreement"] for r in rows], color="#a1d99b")
     a3.set_title("top-1 agreement (%)")
     a3.set_ylim(min(TOP1_AXIS_FLOOR, min(100 * r["top1_agreement"] for r in rows) - 5), 100.5)
-    for a in (a1, a2, a3): a.tick_params(axis="x", labelrotation=45, labelsize=8)
+    a4.bar(names, [r["kld"] for r in rows], color="#bcbddc")
+    a4.set_title("KL divergence vs HF (nats)")
+    for a in (a1, a2, a3, a4): a.tick_params(axis="x", labelrotation=45, labelsize=8)
     return save_figure(fig, path, dpi=QUALITY_DPI)
 
 # %% ../nbs/40_export.ipynb #c3e0c012
@@ -306,7 +311,7 @@ def lm_eval_side_by_side(run, # the run: its evaluate/lm_eval.json and evaluate/
     return scores
 
 # %% ../nbs/40_export.ipynb #71b21cfa
-QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "max_logit_delta")  # in report.json
+QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "kld", "max_logit_delta")  # in report.json
 
 def _write_quality(rows:list[dict], # rows of `verify_gguf`
                    out:Path # the export folder
