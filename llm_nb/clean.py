@@ -20,18 +20,18 @@ from .run import Stage, save_figure
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'NO_LANGUAGE',
-           'LANG_BATCH_CELLS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS',
-           'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS',
-           'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES',
-           'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN',
-           'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql',
-           'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql', 'quality_sql',
-           'decontam_words', 'record_strings', 'ngram_keys', 'plain_text', 'eval_examples', 'EvalGrams', 'eval_grams',
-           'LangModel', 'lang_identifier', 'text_language', 'languages_of', 'judge_texts', 'near_lsh', 'connect_at',
-           'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes',
-           'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass',
-           'words_of', 'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs',
-           'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
+           'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD',
+           'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS',
+           'VERIFY_CHARS', 'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS',
+           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED',
+           'OUTPUTS', 'CLEAN', 'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str',
+           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql',
+           'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text', 'eval_examples', 'EvalGrams',
+           'eval_grams', 'LangModel', 'lang_identifier', 'text_language', 'languages_of', 'judge_texts', 'near_lsh',
+           'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup',
+           'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs',
+           'near_decide', 'near_dedup_pass', 'words_of', 'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats',
+           'run_eval_grams', 'write_outputs', 'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -354,6 +354,7 @@ def text_language(lm:LangModel, # from `lang_identifier`
 
 # %% ../nbs/12_clean.ipynb #e0f8cfa7
 LANG_BATCH_CELLS = 8_000_000  # texts x bytes walked at a time (their features: 32 MB of int32)
+LANG_BATCH_TEXTS = 20_000  # texts at a time at most (their scores: 11 MB of float32 with 142 labels)
 LANG_LONG_TEXT = 4096  # bytes: a longer text is read by py3langid's own walk
 
 def _encoded(text:str) -> bytes:
@@ -396,7 +397,7 @@ def languages_of(lm:LangModel, # from `lang_identifier`
         out[i] = lm.ident.classify(texts[i])[0]
     short = [i for i in order if out[i] is None]
     while short:
-        size = max(1, LANG_BATCH_CELLS // len(data[short[0]]))  # the longest first: a batch's width is its first's
+        size = min(LANG_BATCH_TEXTS, max(1, LANG_BATCH_CELLS // len(data[short[0]])))  # a batch is as wide as its first
         batch, short = short[:size], short[size:]
         for i, best in zip(batch, _batch_scores(lm, [data[i] for i in batch]).argmax(1)): out[i] = lm.ident.nb_classes[best]
     return out
