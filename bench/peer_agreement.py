@@ -7,6 +7,17 @@ clients, each as its own command (`vllm bench serve`, `llm_nb bench`), in altern
 Prints the side-by-side table of medians over the rounds, with the relative difference; exits 1 if TTFT, TPOT or
 output throughput differ by more than 5%.
 
+The load is sent at a finite rate by default (`--request-rate 0.5`, Poisson arrivals, `--burstiness 1`, `--seed 0`):
+both clients draw the same arrival times for the same seed (llm_nb.bench.arrival_times follows vLLM's get_request),
+so the server sees the same load from each. With `--request-rate inf` (a closed loop: all requests at once,
+`--max-concurrency` in flight) the load depends on the client itself: how soon each sends the next request after
+one completes decides which requests a server batches together, and on llama-server the completions of a batch
+come together, so that mean TTFT there differs between clients by more than the tolerance. That case is reported,
+not a peer-agreement target; nor is a rate near the server's capacity, where queueing turns small changes in the
+server's speed into large ones in latency (measured in the notebook 42_bench).
+With `--engine fake` the stand-in server writes when each request came in, and the two clients' schedules are
+compared as well (target: the same arrival offsets within 20 ms).
+
 `--engine` picks the server:
 - `llama_server` (default) or `llama_cpp_python`: llama.cpp on the model exported to Q8_0 GGUF by llm_nb.export;
 - `vllm`: vLLM itself on the HF folder (its CPU build from tools/install.sh on a machine without CUDA);
@@ -19,20 +30,21 @@ has vLLM, else the CPU build's venv), run as `python -m vllm.entrypoints.cli.mai
 The corpus (plain text, paragraphs separated by blank lines; its last 10% gives the held-out prompts) is
 `--data PATH`, by default ../shared/data/tinyshakespeare.txt beside the repository when it is there.
 
-Targets: TTFT, TPOT and output throughput each within 5% of vLLM's (one line each). `--smoke` serves a model of
+Targets: TTFT, TPOT and output throughput each within 5% of vLLM's (one line each); with `--engine fake` at a finite
+rate, the arrival offsets of the two clients' requests within 20 ms of each other. `--smoke` serves a model of
 width 64, one layer, built on the corpus' first 100,000 characters, sends 2 prompts of 16 tokens for 8 tokens at
-concurrency 2, one round of both clients, and judges nothing (tools/bench_smoke.sh).
+concurrency 2 at 20 requests/s, one round of both clients, and judges nothing (tools/bench_smoke.sh).
 
     bash tools/install.sh --vllm                 # once, for vLLM (server and client)
     python bench/peer_agreement.py [--data FILE.txt] [--engine vllm] [--model FILE.gguf --tokenizer HF_DIR] [--rounds 3]
-                                   [--chars N] [--smoke]
+                                   [--request-rate 0.5] [--burstiness 1] [--seed 0] [--chars N] [--smoke]
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile
+import argparse, json, os, re, shutil, subprocess, sys, tempfile
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
-from llm_nb.bench import bench_metrics, text_prompts
+from llm_nb.bench import arrival_times, bench_metrics, text_prompts
 from llm_nb.config import ServeCfg, TinyCfg
 from llm_nb.export import convert_to_gguf, quantize_gguf
 from llm_nb.model import build_tiny_model, load_tokenizer
@@ -46,6 +58,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2]/"shared"/"data"/CORPUS  # bes
 TRAIN_SHARE = 0.9  # the corpus' first 90% builds the tokenizer, the rest gives the prompts
 FAKE_TTFT, FAKE_ITL = 0.05, 0.02  # s: the fake server's time to first chunk and between chunks
 TOLERANCE = 5.0  # %: the largest difference allowed on a checked metric
+ARRIVAL_TOLERANCE_MS = 20.0  # the largest difference allowed between the two clients' arrival offsets (fake server)
 STARTUP_TIMEOUT = 600  # s to wait for the server's health check (vLLM's CPU build compiles on its first start)
 CTX_MARGIN = 16  # tokens of context beyond prompt + output
 METRICS = [("mean TTFT (ms)", "mean_ttft_ms", ("ttft_ms", "mean")),
@@ -55,6 +68,8 @@ METRICS = [("mean TTFT (ms)", "mean_ttft_ms", ("ttft_ms", "mean")),
            ("mean ITL (ms)", "mean_itl_ms", ("itl_ms", "mean")),
            ("mean E2EL (ms)", "mean_e2el_ms", ("e2el_ms", "mean")),
            ("output throughput (tok/s)", "output_throughput", ("output_throughput",)),
+           ("peak output throughput (tok/s)", "max_output_tokens_per_s", ("max_output_tokens_per_s",)),
+           ("peak concurrent requests", "max_concurrent_requests", ("max_concurrent_requests",)),
            ("request throughput (req/s)", "request_throughput", ("request_throughput",))]
 CHECKED = {"mean TTFT (ms)", "mean TPOT (ms)", "output throughput (tok/s)"}
 
@@ -76,7 +91,11 @@ def parse_args(argv=None):
     ap.add_argument("--num-prompts", type=int, default=32)
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
-    ap.add_argument("--max-concurrency", type=int, default=4)
+    ap.add_argument("--max-concurrency", type=int, default=4, help="0: no limit")
+    ap.add_argument("--request-rate", type=float, default=0.5,
+                    help="requests per second (Poisson at burstiness 1); inf: all at once, a closed loop")
+    ap.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the gaps: 1 = Poisson, < 1 burstier")
+    ap.add_argument("--seed", type=int, default=0, help="the arrivals' seed, the same for both clients")
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--served-name", default="model")
@@ -84,11 +103,11 @@ def parse_args(argv=None):
                     help="don't pin the server to CPU 0 and the clients to the other CPUs")
     ap.add_argument("--chars", type=int, default=None, help="use the corpus' first N characters only (default: all)")
     add_smoke_arg(ap, "--chars 100000 --hidden 64 --layers 1 --num-prompts 2 --input-len 16 --output-len 8 "
-                      "--max-concurrency 2 --parallel 2 --rounds 1")
+                      "--max-concurrency 2 --parallel 2 --rounds 1 --request-rate 20")
     a = ap.parse_args(argv)
     if a.smoke:
         a.chars, a.hidden, a.layers, a.num_prompts, a.input_len, a.output_len = 100_000, 64, 1, 2, 16, 8
-        a.max_concurrency, a.parallel, a.rounds = 2, 2, 1
+        a.max_concurrency, a.parallel, a.rounds, a.request_rate = 2, 2, 1, 20.0
     return a
 
 
@@ -136,7 +155,8 @@ NO_PROMPT_CACHE = {"llama_server": ["--no-cache-prompt"], "vllm": ["--no-enable-
 def server_cmd(a, port:int) -> list[str]:
     "The command that serves on `port`: llama-server, llama-cpp-python, vLLM or the fake server."
     if a.engine == "fake":
-        return [sys.executable, *FAKE_OPENAI_CMD, str(port), "--ttft", str(FAKE_TTFT), "--itl", str(FAKE_ITL)]
+        return [sys.executable, *FAKE_OPENAI_CMD, str(port), "--ttft", str(FAKE_TTFT), "--itl", str(FAKE_ITL),
+                "--arrivals", str(a.arrivals)]
     # no prompt cache: the same prompts are sent in every round, and cache hits would depend on the slot a request gets
     sc = ServeCfg(served_name=a.served_name, parallel=a.parallel, n_ctx=a.input_len + a.output_len + CTX_MARGIN,
                   threads=a.threads, extra_args=NO_PROMPT_CACHE.get(a.engine, []))
@@ -163,7 +183,8 @@ def run_vllm(a, base_url:str, prompts:Path, out:Path) -> dict:
            "--endpoint", "/v1/completions", "--model", a.served_name, "--tokenizer", str(a.tokenizer),
            "--dataset-name", "custom", "--dataset-path", str(prompts), "--custom-output-len", str(a.output_len),
            "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(a.num_prompts),
-           "--max-concurrency", str(a.max_concurrency), "--request-rate", "inf", "--ignore-eos", "--temperature", "0",
+           *(["--max-concurrency", str(a.max_concurrency)] if a.max_concurrency else []), "--request-rate", str(a.request_rate),
+           "--burstiness", str(a.burstiness), "--seed", str(a.seed), "--ignore-eos", "--temperature", "0",
            "--num-warmups", "1", "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--save-detailed", "--result-dir", str(out.parent), "--result-filename", out.name,
            "--disable-tqdm"]
@@ -177,7 +198,8 @@ def run_ours(a, base_url:str, prompts:Path, out:Path) -> dict:
     "One `llm_nb bench` run in its own process, like vLLM's client; its summary."
     sets = {"bench.dataset": prompts, "bench.num_prompts": a.num_prompts, "bench.output_len": a.output_len,
             "bench.max_concurrency": a.max_concurrency, "bench.ignore_eos": "true", "bench.warmup": 1,
-            "bench.percentiles": "[50,90,99]"}
+            "bench.percentiles": "[50,90,99]", "bench.request_rate": a.request_rate, "bench.burstiness": a.burstiness,
+            "bench.seed": a.seed}
     cmd = [*a.client_prefix, "llm_nb", "bench", base_url, "--tokenizer", str(a.tokenizer), "--model", a.served_name,
            "--out", str(out), *[arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -198,13 +220,34 @@ def on_vllm_basis(m:dict, theirs:dict, results:Path, tok) -> dict:
     return m
 
 
+EVAL_TIME = re.compile(r"\|\s+eval time =\s+([\d.]+) ms /\s+(\d+) tokens")  # llama-server's timing of each request
+
+def observed(a, client, *args):
+    "Run `client(a, *args)`: its result; the fake server's arrival offsets (s) of its load, from the first; and llama-server's own decode time per token (ms) over its load."
+    seen = len(a.arrivals.read_text().split()) if a.engine == "fake" else 0
+    logged = a.server_log.stat().st_size if a.server_log.exists() else 0
+    out = client(a, *args)
+    offsets = server_ms = None
+    if a.engine == "fake":
+        times = np.array([float(x) for x in a.arrivals.read_text().split()[seen:]])[-a.num_prompts:]  # after the warm-ups
+        offsets = times - times[0]
+    if a.engine == "llama_server" and a.server_log.exists():
+        with open(a.server_log, "rb") as f: f.seek(logged); new = f.read().decode("utf-8", "replace")
+        timed = [(float(ms), int(n)) for ms, n in EVAL_TIME.findall(new)][-a.num_prompts:]
+        server_ms = sum(ms for ms, _ in timed) / max(sum(n for _, n in timed), 1) if timed else None
+    return out, offsets, server_ms
+
+
 def run_rounds(a, srv, pfile:Path, tmp:Path, tok) -> tuple[list[dict], list[dict]]:
-    "`a.rounds` alternating rounds of both clients: (our summaries, vLLM's results)."
+    "`a.rounds` alternating rounds of both clients: (our summaries, vLLM's results); arrival offsets in `a.offsets`."
     ours, theirs = [], []
     for i in range(a.rounds):
-        if i % 2: m = run_ours(a, srv.base_url, pfile, tmp/f"llm_nb-{i}")  # who goes first alternates too
-        theirs.append(run_vllm(a, srv.base_url, pfile, tmp/f"vllm-{i}.json"))
-        if not i % 2: m = run_ours(a, srv.base_url, pfile, tmp/f"llm_nb-{i}")
+        if i % 2: m, mine, ours_ms = observed(a, run_ours, srv.base_url, pfile, tmp/f"llm_nb-{i}")  # who goes first alternates
+        t, vllms, vllm_ms = observed(a, run_vllm, srv.base_url, pfile, tmp/f"vllm-{i}.json")
+        theirs.append(t)
+        if not i % 2: m, mine, ours_ms = observed(a, run_ours, srv.base_url, pfile, tmp/f"llm_nb-{i}")
+        if mine is not None: a.offsets.append((vllms, mine))
+        if ours_ms is not None and vllm_ms is not None: a.server_ms.append((vllm_ms, ours_ms))
         ours.append(on_vllm_basis(m, theirs[-1], tmp/f"llm_nb-{i}"/"results.json", tok))
         t = theirs[-1]
         print(f"round {i + 1}/{a.rounds}: vLLM {t['completed']} ok, {t['output_throughput']:.1f} tok/s; "
@@ -218,9 +261,11 @@ def report(a, ours:list[dict], theirs:list[dict], tmp:Path) -> dict:
     fake = f"FakeOpenAI (fixed TTFT {FAKE_TTFT * 1000:g} ms, {FAKE_ITL * 1000:g} ms between tokens)"
     served = fake if a.engine == "fake" else a.model.name
     pinned = ", pinned apart from the clients" if a.client_prefix else ""
+    rate = ("all at once (closed loop)" if np.isinf(a.request_rate) else
+            f"{a.request_rate:g} requests/s (burstiness {a.burstiness:g}, seed {a.seed})")
     print(f"\n{a.engine} serving {served} ({a.parallel} slots, {a.threads or 'all'} threads{pinned}); "
           f"{a.num_prompts} prompts of {a.input_len} tokens, {a.output_len} output tokens (ignore_eos), "
-          f"concurrency {a.max_concurrency}; medians of {a.rounds} alternating rounds\n")
+          f"concurrency {a.max_concurrency}, {rate}; medians of {a.rounds} alternating rounds\n")
     bases = ", ".join(sorted({m["basis"] for m in ours}))
     print(f"| metric | vllm bench serve | llm_nb, on vLLM's token count ({bases}) | difference "
           "| llm_nb, tokens from usage |")
@@ -243,7 +288,24 @@ def report(a, ours:list[dict], theirs:list[dict], tmp:Path) -> dict:
     for i, m in enumerate(ours):
         if m["errors"]: print(f"  llm_nb round {i + 1}: {m['errors']}")
     print(f"* = checked (target within {TOLERANCE:g}% of vLLM's)" + ("" if a.smoke else f"; files in {tmp}"))
+    if a.server_ms:  # a difference the server's own clock shows too is the server's, not the clients' definitions
+        print("llama-server's own decode time per token (its log), per round, during vLLM's load / llm_nb's: "
+              + "; ".join(f"{v:.2f} / {o:.2f} ms" for v, o in a.server_ms))
     return checked
+
+
+def report_arrivals(a) -> float|None:
+    "Print how far apart the two clients' arrivals came, and from the schedule both draw; the largest gap (ms)."
+    if not a.offsets or np.isinf(a.request_rate): return None
+    at = arrival_times(a.num_prompts, a.request_rate, a.burstiness, a.seed)
+    planned = at - at[0]
+    worst = max(float(np.abs(v - o).max()) for v, o in a.offsets) * 1000
+    late = max(float(np.abs(x - planned).max()) for pair in a.offsets for x in pair) * 1000
+    print(f"arrivals at the server, offsets from each load's first request: vLLM's vs llm_nb's differ by at most "
+          f"{worst:.1f} ms; each from llm_nb.bench.arrival_times' schedule by at most {late:.1f} ms "
+          f"({a.num_prompts} requests over {planned[-1]:.2f} s, {len(a.offsets)} rounds; later than the schedule where "
+          f"--max-concurrency held a request back)")
+    return worst
 
 
 def main(argv=None):
@@ -256,6 +318,8 @@ def main(argv=None):
         if not a.model.is_dir(): sys.exit("--model FILE.gguf needs --tokenizer (the HF folder of its tokenizer)")
         a.tokenizer = a.model
     tmp = Path(tempfile.mkdtemp(prefix="llm_nb_peer_"))
+    a.arrivals, a.offsets, a.server_log, a.server_ms = tmp/"arrivals.txt", [], tmp/"server.log", []
+    a.arrivals.touch()
     train, held = paragraphs(text)
     if a.model is None: build_model(a, train, tmp)
     tok = load_tokenizer(str(a.tokenizer))
@@ -264,12 +328,13 @@ def main(argv=None):
     cmd = pin(a, server_cmd(a, port))
     health = ENGINES.get(a.engine, dict(health="/v1/models", key_env="API_KEY"))
     env = {"VLLM_CPU_KVCACHE_SPACE": "1"} if a.engine == "vllm" else None
-    server = Server(cmd, f"http://127.0.0.1:{port}", tmp/"server.log", model_name=a.served_name, env=env, **health)
+    server = Server(cmd, f"http://127.0.0.1:{port}", a.server_log, model_name=a.served_name, env=env, **health)
     with server.start(STARTUP_TIMEOUT) as srv:
         ours, theirs = run_rounds(a, srv, pfile, tmp, tok)
-    checked = report(a, ours, theirs, tmp)
+    checked, apart = report(a, ours, theirs, tmp), report_arrivals(a)
     t = Targets("peer_agreement", a.smoke)
     for name, d in checked.items(): t.check(f"|llm_nb - vLLM| / vLLM, {name}, %", abs(d), "<=", TOLERANCE)
+    if apart is not None: t.check("the two clients' arrival offsets apart (ms)", apart, "<=", ARRIVAL_TOLERANCE_MS)
     if a.smoke: shutil.rmtree(tmp, ignore_errors=True)  # nothing to look at later
     sys.exit(t.finish())
 

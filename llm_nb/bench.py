@@ -17,12 +17,12 @@ from .model import load_tokenizer
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
            'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES',
            'K6_TEMPLATE', 'COMPARED', 'ANSWERED', 'PLOTTED', 'MODELS_TIMEOUT', 'ANSWER_TIMEOUT', 'run_coro',
-           'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts', 'arrival_gaps',
-           'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load', 'summarize', 'errors_by_kind',
-           'failure_line', 'bench_metrics', 'token_timeline', 'plot_bench', 'metrics_summary', 'load_prompts',
-           'format_summary', 'k6_script', 'benchmark', 'compare_table', 'plot_compare', 'served_models',
-           'heldout_texts', 'BenchFailed', 'check_error_rate', 'chat_task_records', 'ask_chat', 'answer_scores',
-           'bench_server', 'run_bench', 'timed_ms', 'generation_latency']
+           'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts', 'request_rates',
+           'arrival_times', 'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load', 'summarize',
+           'errors_by_kind', 'failure_line', 'peak_output', 'bench_metrics', 'token_timeline', 'plot_bench',
+           'metrics_summary', 'load_prompts', 'format_summary', 'k6_script', 'benchmark', 'compare_table',
+           'plot_compare', 'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'chat_task_records',
+           'ask_chat', 'answer_scores', 'bench_server', 'run_bench', 'timed_ms', 'generation_latency']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -187,18 +187,35 @@ def jsonl_prompts(path:Path, # a JSONL file, one {"prompt": ...} object a line
     return out
 
 # %% ../nbs/42_bench.ipynb #f2e1e668
-def arrival_gaps(n:int, # requests
-                 request_rate:float, # mean requests per second; inf: all at once
-                 burstiness:float=1.0, # gamma shape: 1 = Poisson, < 1 burstier, > 1 more regular
-                 seed:int=0
-                ) -> np.ndarray:
-    "Seconds to wait before each of `n` requests: zeros at an infinite rate, else gamma gaps of mean 1/rate."
-    if math.isinf(request_rate): return np.zeros(n)
-    if request_rate <= 0 or burstiness <= 0:
-        raise ValueError(f"request_rate ({request_rate}) and burstiness ({burstiness}) must be > 0")
-    gaps = np.random.default_rng(seed).gamma(burstiness, 1 / (request_rate * burstiness), n)
-    gaps[0] = 0.0
-    return gaps
+def request_rates(n:int, # requests
+                  request_rate:float=float("inf"), # requests per second without a ramp; inf: all at once
+                  ramp_up:str|None=None, # "linear" or "exponential": each request's rate from start_rps to end_rps
+                  start_rps:float=0.0, end_rps:float=0.0
+                 ) -> np.ndarray:
+    "The rate each of `n` requests is drawn at (vLLM's `_get_current_request_rate`)."
+    if not ramp_up: return np.full(n, float(request_rate))
+    progress = np.arange(n) / max(n - 1, 1)
+    if ramp_up == "linear": return start_rps + (end_rps - start_rps) * progress
+    return start_rps * (end_rps / start_rps) ** progress
+
+def arrival_times(n:int, # requests
+                  request_rate:float=float("inf"), # mean requests per second; inf: all at once
+                  burstiness:float=1.0, # gamma shape: 1 = Poisson, < 1 burstier, > 1 more regular
+                  seed:int=0, # vLLM's --seed
+                  ramp_up:str|None=None, # "linear" or "exponential" (then request_rate is not used)
+                  start_rps:float=0.0, end_rps:float=0.0 # the ramp's first and last rate
+                 ) -> np.ndarray:
+    "Seconds from the start at which each of `n` requests leaves, as vLLM's client draws them for the same seed."
+    rates = request_rates(n, request_rate, ramp_up, start_rps, end_rps)
+    if (rates <= 0).any() or burstiness <= 0:
+        raise ValueError(f"request rates ({rates.min()}) and burstiness ({burstiness}) must be > 0")
+    rng = np.random.RandomState(seed)  # vLLM: np.random.seed(seed), then one draw per request, in order
+    gaps = [0.0 if math.isinf(r) else 1 / r if math.isinf(burstiness) else rng.gamma(burstiness, 1 / (r * burstiness))
+            for r in rates]
+    times = np.cumsum(gaps)
+    if not ramp_up and n and times[-1]: times *= (n / request_rate) / times[-1]  # the last leaves at n / rate
+    return times
+
 
 # %% ../nbs/42_bench.ipynb #78c81169
 SCRAPED = ("vllm:kv_cache_usage_perc", "vllm:num_requests_waiting", "vllm:num_requests_running",
@@ -271,8 +288,10 @@ async def _send_all(send, prompts:list[dict], bc, t0:float, on_done) -> list[dic
         on_done()
         return r
     tasks = []
-    for p, gap in zip(prompts, arrival_gaps(len(prompts), bc.request_rate, bc.burstiness, bc.seed)):
-        if gap: await asyncio.sleep(gap)
+    at = arrival_times(len(prompts), bc.request_rate, bc.burstiness, bc.seed, bc.ramp_up, bc.ramp_up_start_rps,
+                       bc.ramp_up_end_rps)
+    for p, when in zip(prompts, at):
+        if (wait := t0 + when - time.perf_counter()) > 0: await asyncio.sleep(wait)
         if bc.duration and time.perf_counter() - t0 > bc.duration: break
         tasks.append(asyncio.create_task(tracked(p)))
     return list(await asyncio.gather(*tasks))
@@ -363,6 +382,22 @@ def _n_good(good:list[dict], goodput:dict|None) -> int|None:
     value = lambda r, k: _tpot(r) if k == "tpot" else r[k]
     return sum(all(value(r, k) <= v for k, v in slo.items()) for r in good)
 
+# %% ../nbs/42_bench.ipynb #bc8edd23
+def peak_output(good:list[dict] # successful request records (`start` relative to the benchmark's start)
+               ) -> dict:
+    "vLLM's peak output throughput (tok/s, whole seconds), its peak concurrent requests, and those active in the peak second."
+    if not good: return dict(max_output_tokens_per_s=0.0, max_concurrent_requests=0, concurrent_requests_at_peak=0)
+    t0 = min(r["start"] for r in good)
+    n = int(np.ceil(max(r["start"] + r["e2el"] for r in good) - t0)) + 1
+    tokens, busy = np.zeros(n), np.zeros(n, int)
+    for r in good:
+        second = (r["start"] + r["ttft"] + np.concatenate([[0], np.cumsum(r["itl"])]) - t0).astype(int)
+        np.add.at(tokens, second[(second >= 0) & (second < n)], 1)
+        busy[int(r["start"] - t0):int(r["start"] + r["e2el"] - t0) + 1] += 1
+    peak = int(tokens.argmax())
+    return dict(max_output_tokens_per_s=float(tokens[peak]), max_concurrent_requests=int(busy.max()),
+                concurrent_requests_at_peak=int(busy[peak]))
+
 # %% ../nbs/42_bench.ipynb #50868e6a
 def _fill_output_tokens(good:list[dict], count_tokens):
     "Set each good record's missing `output_tokens` (no usage streamed) to `count_tokens(text)`."
@@ -388,6 +423,7 @@ def bench_metrics(results:list[dict], # the records of `run_load`
                 request_throughput=len(good) / duration, output_throughput=out_tok / duration,
                 total_token_throughput=(in_tok + out_tok) / duration,
                 request_goodput=None if n_good is None else n_good / duration, goodput_slo_ms=goodput or {},
+                **peak_output(good),
                 ttft_ms=summarize([r["ttft"] for r in good], percentiles),
                 tpot_ms=summarize([_tpot(r) for r in good if r["output_tokens"] > 1], percentiles),
                 itl_ms=summarize([x for r in good for x in r["itl"]], percentiles),
@@ -532,6 +568,8 @@ def _summary_rows(m:dict) -> list[tuple]:
             ("Benchmark duration (s)", m["duration_s"]), ("Total input tokens", m["input_tokens"]),
             ("Total generated tokens", m["output_tokens"]), ("Request throughput (req/s)", m["request_throughput"]),
             ("Output token throughput (tok/s)", m["output_throughput"]),
+            ("Peak output token throughput (tok/s)", m.get("max_output_tokens_per_s")),
+            ("Peak concurrent requests", m.get("max_concurrent_requests")),
             ("Total token throughput (tok/s)", m["total_token_throughput"])]
     if m["request_goodput"] is not None: rows.append(("Request goodput (req/s)", m["request_goodput"]))
     label = lambda s: s.capitalize() if s in ("mean", "median") else s.upper()  # Mean, Median, P90, P99

@@ -325,7 +325,7 @@ class LangModel(NamedTuple):
     nextmove: np.ndarray  # the automaton's next state, at `rowbase[state] + byte`
     rowbase: np.ndarray  # each state's row in `nextmove`
     output: np.ndarray  # the feature a state emits, or -1
-    table: np.ndarray  # features x languages: each feature's log-likelihood (float32)
+    table: np.ndarray  # features x languages: each feature's log-likelihood (float16, py3langid's own array)
     prior: np.ndarray  # each language's log prior
     aliases: list  # (first, dupe): the columns of a label listed twice (py3langid keeps the larger score)
 
@@ -341,15 +341,17 @@ def lang_identifier(candidates:tuple[str, ...]=() # ISO 639 codes to choose amon
     if candidates: ident.set_languages(list(candidates))
     first = {}
     aliases = [(first[c], i) for i, c in enumerate(ident.nb_classes) if first.setdefault(c, i) != i]
-    return LangModel(ident, np.asarray(ident.tk_nextmove, np.int32), np.asarray(ident.tk_row, np.int32) << 8,
-                     np.asarray(ident.tk_output, np.int32), np.asarray(ident.nb_ptc, np.float32),
+    return LangModel(ident, np.frombuffer(ident.tk_nextmove, np.uint32),  # py3langid's arrays, not copies (40 + 28 MB)
+                     np.asarray(ident.tk_row, np.int32) << 8, np.asarray(ident.tk_output, np.int32), ident.nb_ptc,
                      np.asarray(ident.nb_pc, np.float32), aliases)
+
+def _has_letter(text:str) -> bool: return any(c.isalpha() for c in text)
 
 def text_language(lm:LangModel, # from `lang_identifier`
                   text:str # a text as `plain_text` gives it
                  ) -> str:
     "The ISO 639 code of the most likely language of `text` (py3langid's own `classify`), or NO_LANGUAGE without a letter."
-    return lm.ident.classify(text)[0] if any(c.isalpha() for c in text) else NO_LANGUAGE
+    return lm.ident.classify(text)[0] if _has_letter(text) else NO_LANGUAGE
 
 
 # %% ../nbs/12_clean.ipynb #e0f8cfa7
@@ -377,10 +379,13 @@ def _batch_scores(lm:LangModel, data:list[bytes] # sorted longest first
         state[:k] = lm.nextmove[lm.rowbase[state[:k]] + walked[:k, p]]
         feats[:k, p] = lm.output[state[:k]]
     rows, cols = np.nonzero(feats >= 0)
-    counts = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, feats[rows, cols])), shape=(n, len(lm.table)))
+    found = feats[rows, cols]
+    seen = np.zeros(len(lm.table), bool)
+    seen[found] = True  # the product reads only the table's rows of the batch's features, in float32
+    counts = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, (np.cumsum(seen) - 1)[found])), shape=(n, seen.sum()))
     counts.sum_duplicates()
     np.log1p(counts.data, out=counts.data)  # py3langid scores log(1 + count) of each feature
-    scores = np.asarray(counts @ lm.table) + lm.prior
+    scores = np.asarray(counts @ lm.table[seen].astype(np.float32)) + lm.prior
     scores[np.diff(counts.indptr) == 0] = RAW_FLOOR  # no feature: py3langid's floor
     for i, j in lm.aliases: scores[:, i], scores[:, j] = np.maximum(scores[:, i], scores[:, j]), RAW_FLOOR
     return scores
@@ -389,7 +394,7 @@ def languages_of(lm:LangModel, # from `lang_identifier`
                  texts:list[str] # texts as `plain_text` gives them
                 ) -> list[str]:
     "`text_language` of each of `texts`, short ones walked in batches."
-    out = [NO_LANGUAGE if not any(c.isalpha() for c in t) else None for t in texts]
+    out = [None if _has_letter(t) else NO_LANGUAGE for t in texts]
     data = {i: _encoded(t) for i, t in enumerate(texts) if out[i] is None}
     order = sorted(data, key=lambda i: -len(data[i]))
     for i in order:

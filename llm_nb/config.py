@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #e7c18c57
 from __future__ import annotations
-import csv, difflib, ipaddress, itertools, json, re
+import csv, difflib, ipaddress, itertools, json, math, re
 from pathlib import Path
 from typing import Annotated, Literal
 import yaml
@@ -561,6 +561,10 @@ class BenchCfg(Section):
     max_concurrency: int = Field(4, ge=0)  # requests in flight at most; 0 = no limit
     request_rate: float = Field(float("inf"), gt=0)  # requests per second; inf = all at once
     burstiness: float = Field(1.0, gt=0)  # gamma shape of the gaps between arrivals: 1 = Poisson, <1 burstier
+    # vLLM's --ramp-up-strategy: the rate goes from ramp_up_start_rps to ramp_up_end_rps over the requests
+    ramp_up: Literal["linear", "exponential"] | None = None
+    ramp_up_start_rps: float = Field(0.0, ge=0)
+    ramp_up_end_rps: float = Field(0.0, ge=0)
     warmup: int = Field(1, ge=0)  # requests sent, and not counted, before the clock starts
     duration: float = Field(0.0, ge=0)  # stop sending new requests after this many seconds; 0 = send them all
     timeout: float = Field(60.0, gt=0)  # seconds to wait for each chunk of a response
@@ -573,6 +577,20 @@ class BenchCfg(Section):
     # share of failed requests above which the benchmark fails (after writing its results): 0 = any failure
     max_error_rate: float = Field(0.0, ge=0, le=1)
     k6_script: bool = False  # also write the load as a k6 script (load.k6.js) beside the results
+
+    @model_validator(mode="after")
+    def _ramp(self):
+        rps = (self.ramp_up_start_rps, self.ramp_up_end_rps)
+        refuse(not self.ramp_up and any(rps) and "bench.ramp_up_start_rps / ramp_up_end_rps need bench.ramp_up "
+               "(linear or exponential)")
+        if not self.ramp_up: return self
+        refuse(not math.isinf(self.request_rate) and f"bench.ramp_up={self.ramp_up} sets the rate itself: leave "
+               f"bench.request_rate ({self.request_rate}) at inf",
+               not 0 < rps[0] <= rps[1] and f"bench.ramp_up needs 0 < ramp_up_start_rps <= ramp_up_end_rps; got {rps}",
+               self.k6_script and "bench.k6_script: k6's executors ramp over time, not per request as vLLM's "
+               "ramp_up does; turn one of them off")
+        return self
+
 
 # %% ../nbs/00_config.ipynb #f7e0c002
 class MonitorCfg(Section):

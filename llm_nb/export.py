@@ -16,11 +16,12 @@ from .chat import has_markers, stop_ids
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
-           'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter',
-           'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings', 'next_token_stats',
-           'held_out_blocks', 'llama_threads', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits',
-           'verify_gguf', 'quality_markdown', 'plot_quality', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
-           'run_export']
+           'LORA_KLD_LIMIT', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter',
+           'run_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings',
+           'next_token_stats', 'held_out_blocks', 'llama_threads', 'gguf_logits', 'hf_block_logits',
+           'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
+           'convert_lora_to_gguf', 'check_lora_applied', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
+           'lora_gguf', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -64,22 +65,28 @@ def merge_adapter(base:str, # the base model: hub id or folder
 # %% ../nbs/40_export.ipynb #f10a98fe
 CONVERT_ERR_TAIL = 3000  # characters of the converter's stderr shown when it fails
 
+def run_converter(script:str, # the converter in the llama.cpp source: convert_hf_to_gguf.py, convert_lora_to_gguf.py
+                  args:list[str], # its arguments
+                  out_file:Path, # the file it must write
+                  src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
+                 ) -> Path:
+    "Run one of llama.cpp's converters with its bundled gguf-py first on the path; `out_file`, or the error's tail."
+    src = src or llama_cpp_src()
+    pythonpath = os.pathsep.join([str(src/"gguf-py"), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": pythonpath, "NO_LOCAL_GGUF": ""}
+    r = subprocess.run([sys.executable, str(src/script), *args], env=env, capture_output=True, text=True)
+    if r.returncode != 0 or not Path(out_file).exists():
+        raise RuntimeError(f"{script} failed ({r.returncode}) on {args[0]}:\n{r.stderr[-CONVERT_ERR_TAIL:]}")
+    return Path(out_file)
+
 def convert_to_gguf(model_dir:Path, # a transformers checkpoint (e.g. the merged folder)
                     out_file:Path, # the GGUF file to write
                     outtype:str="f16", # the converter's --outtype: f32, f16 or bf16
                     src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
                    ) -> Path:
     "Run llama.cpp's `convert_hf_to_gguf.py` (with its bundled gguf-py) on a transformers checkpoint."
-    src = src or llama_cpp_src()
-    pythonpath = os.pathsep.join([str(src/"gguf-py"), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": pythonpath, "NO_LOCAL_GGUF": ""}
-    cmd = [sys.executable, str(src/"convert_hf_to_gguf.py"), str(model_dir), "--outfile", str(out_file),
-           "--outtype", outtype]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if r.returncode != 0 or not out_file.exists():
-        raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}) on {model_dir}:\n"
-                           f"{r.stderr[-CONVERT_ERR_TAIL:]}")
-    return out_file
+    return run_converter("convert_hf_to_gguf.py", [str(model_dir), "--outfile", str(out_file), "--outtype", outtype],
+                         out_file, src)
 
 # %% ../nbs/40_export.ipynb #edd57fbf
 def bits_per_weight(nbytes:int, # size of the file(s)
@@ -169,13 +176,16 @@ def hf_block_logits(model_dir:Path, # a transformers checkpoint
 
 def gguf_block_logits(path:Path, # a GGUF file
                       blocks:list[list[int]], # blocks of token ids
-                      threads:int=0 # 0 = `llama_threads()`
+                      threads:int=0, # 0 = `llama_threads()`
+                      lora:Path|None=None, # a GGUF LoRA (`convert_lora_to_gguf`) applied to the model at load
+                      lora_scale:float=1.0 # its scale (llama-server's per-request `lora` scale)
                      ) -> tuple[list[np.ndarray], int]:
-    "Logits of llama.cpp for each block of token ids, read from a GGUF file, and the file's parameter count."
+    "Logits of llama.cpp for each block of token ids, read from a GGUF file (and LoRA), and the file's parameter count."
     import llama_cpp
     n, threads = max(len(b) for b in blocks), llama_threads(threads)
     llm = llama_cpp.Llama(str(path), n_ctx=n, n_batch=n, n_ubatch=n, logits_all=True, verbose=False,
-                          n_threads=threads, n_threads_batch=threads)
+                          n_threads=threads, n_threads_batch=threads, lora_path=str(lora) if lora else None,
+                          lora_scale=lora_scale)
     try: return [gguf_logits(llm, b) for b in blocks], llama_cpp.llama_model_n_params(llm.model)
     finally: llm.close()
 
@@ -253,6 +263,35 @@ def plot_quality(rows:list[dict], # rows of `verify_gguf`
     for a in (a1, a2, a3, a4): a.tick_params(axis="x", labelrotation=45, labelsize=8)
     return save_figure(fig, path, dpi=QUALITY_DPI)
 
+# %% ../nbs/40_export.ipynb #fbacc7d5
+def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train stage's)
+                         base:Path, # the base model's folder: the converter reads its config
+                         out_file:Path, # the GGUF LoRA to write
+                         outtype:str="f16", # f32, f16, bf16 or q8_0
+                         src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
+                        ) -> Path:
+    "llama.cpp's `convert_lora_to_gguf.py` on a LoRA adapter: a file llama.cpp applies to the base GGUF at load."
+    whole = json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save")
+    if whole:
+        raise ValueError(f"{adapter} trains whole modules {whole} (lora.modules_to_save): a GGUF LoRA holds only the "
+                         "low-rank pairs, so llama.cpp would serve the adapter without them; serve the merged model "
+                         "(export's GGUF files), or train without modules_to_save")
+    return run_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
+                                                      "--outtype", outtype], out_file, src)
+
+# %% ../nbs/40_export.ipynb #8aede355
+LORA_KLD_LIMIT = 1e-3  # nats: the largest KL divergence of base + GGUF LoRA from the merged model
+
+def check_lora_applied(with_lora:dict, # `compare_logits` of the merged model against base + LoRA
+                       base_only:dict, # `compare_logits` of the merged model against the base alone
+                       what:str="base + GGUF LoRA" # the form judged, for the message
+                      ) -> dict:
+    "`with_lora` and whether the adapter changes the base (`changes`); fails loudly if it is not the merged model."
+    if with_lora["kld"] > LORA_KLD_LIMIT:
+        raise RuntimeError(f"{what} is not the merged model: KLD {with_lora['kld']:.6f} > {LORA_KLD_LIMIT} (the base "
+                           f"alone: {base_only['kld']:.6f}): the adapter is not applied as trained")
+    return dict(with_lora, changes=base_only["kld"] > LORA_KLD_LIMIT)
+
 # %% ../nbs/40_export.ipynb #c3e0c012
 class GGUFModel(LogitsLM):
     "`LogitsLM` over a GGUF file, in-process with llama.cpp; generation keeps llama.cpp's KV cache between tokens."
@@ -322,6 +361,42 @@ def _write_quality(rows:list[dict], # rows of `verify_gguf`
     plot_quality(rows, out/"quality.png")
     return [out/"quality.json", out/"quality.md", out/"quality.png"]
 
+# %% ../nbs/40_export.ipynb #b2d28a83
+def _local_folder(model:str) -> Path|None:
+    "The folder of `model`: itself, or its snapshot in the Hugging Face cache (no download); None if neither."
+    if Path(model).is_dir(): return Path(model)
+    from huggingface_hub import snapshot_download
+    try: return Path(snapshot_download(model, local_files_only=True))
+    except Exception: return None
+
+def lora_gguf(base:str, # the base model: its folder (or a hub id already in the cache)
+              adapter:Path, # the run's adapter
+              merged:Path, # the merged checkpoint: what base + GGUF LoRA must give
+              out:Path, # the export folder
+              ec, # `Config.export`: outtype, llama_cpp_src
+              blocks:list|None=None # held-out blocks to check it on (`check_lora_applied`); None: not checked
+             ) -> dict:
+    "The adapter as a GGUF LoRA beside the base's GGUF, checked against the merged model: its counts (or why none)."
+    whole = json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save")
+    folder = _local_folder(base)
+    if whole or folder is None:
+        why = f"the adapter trains whole modules {whole} (lora.modules_to_save)" if whole else f"no local folder of {base}"
+        print(f"export: no GGUF LoRA: {why}; llama.cpp serves the merged files")
+        return dict(skipped=why)
+    src = llama_cpp_src(ec.llama_cpp_src)
+    lora = convert_lora_to_gguf(adapter, folder, out/f"adapter-{ec.outtype}.gguf", ec.outtype, src)
+    base_file = convert_to_gguf(folder, out/f"base-{ec.outtype}.gguf", ec.outtype, src)
+    counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size)
+    if not blocks: return counts
+    ref = hf_block_logits(merged, blocks)
+    base_only = compare_logits(ref, gguf_block_logits(base_file, blocks)[0], blocks)
+    with_lora = check_lora_applied(compare_logits(ref, gguf_block_logits(base_file, blocks, lora=lora)[0], blocks), base_only)
+    print(f"export: {base_file.name} + {lora.name} ({lora.stat().st_size/2**20:.2f} MiB): KLD {with_lora['kld']:.6f} from "
+          f"the merged model, top-1 {with_lora['top1_agreement']:.3f} (the base alone: KLD {base_only['kld']:.6f}"
+          + ("" if with_lora["changes"] else "; warning: the adapter hardly changes the base") + ")")
+    return dict(counts, kld=with_lora["kld"], top1_agreement=with_lora["top1_agreement"],
+                max_logit_delta=with_lora["max_logit_delta"], base_kld=base_only["kld"], changes=with_lora["changes"])
+
 # %% ../nbs/40_export.ipynb #298ebb27
 def _gguf_files(merged:Path, # the merged checkpoint
                 out:Path, # the export folder
@@ -350,8 +425,11 @@ def run_export(cfg, # the run's config
     counts = dict(merged_bytes=sum(f.stat().st_size for f in merged.rglob("*") if f.is_file()),
                   files={k: dict(file=f.name, bytes=f.stat().st_size) for k, f in files.items()})
     outputs = [merged, *files.values()]
+    blocks = held_out_blocks(run, ec.verify_blocks) if ec.verify_blocks else None
+    counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks)
+    outputs += [out/counts["lora_gguf"][k] for k in ("file", "base_file") if k in counts["lora_gguf"]]
     if ec.verify_blocks:
-        rows = verify_gguf(files, merged, held_out_blocks(run, ec.verify_blocks), cfg.model)
+        rows = verify_gguf(files, merged, blocks, cfg.model)
         outputs += _write_quality(rows, out)
         counts["quality"] = {r["format"]: {k: r[k] for k in QUALITY_FIELDS} for r in rows}
         show_table(f"export: verified on {rows[0]['positions']} held-out positions", quality_markdown(rows))

@@ -148,8 +148,10 @@ class FakeOpenAI(StandIn):
                  itl:float=0.02, # seconds between chunks
                  tokens:list[str]|None=None, # the text of each chunk (default: `max_tokens` × " tok")
                  tail:float=0.0, # seconds between the last chunk and the usage chunk
-                 model:str="model"): # the name `/v1/models` lists
+                 model:str="model", # the name `/v1/models` lists
+                 arrivals:str|None=None): # a file: each POST's arrival (`time.perf_counter()`) appended as a line
         self.ttft, self.itl, self.tokens, self.tail, self.model = ttft, itl, tokens, tail, model
+        self.arrivals = arrivals
         self.requests = []  # every request body received, in order
 
     def do_GET(self, h):
@@ -158,6 +160,8 @@ class FakeOpenAI(StandIn):
         else: super().do_GET(h)
 
     def do_POST(self, h):
+        if self.arrivals:
+            with open(self.arrivals, "a") as f: f.write(f"{time.perf_counter():.6f}\n")
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
         self.requests.append(body)
         mode = h.path.strip("/").split("/")[0]
@@ -206,17 +210,18 @@ def _finish(self:FakeOpenAI, h, tokens:list[str], mode:str):
 
 # %% ../nbs/04_testing.ipynb #a15115d4
 def serve_fake_openai(argv:list[str]|None=None):
-    "Serve `FakeOpenAI` until killed; arguments `PORT [--ttft S] [--itl S]` (see `FAKE_OPENAI_CMD`)."
+    "Serve `FakeOpenAI` until killed; arguments `PORT [--ttft S] [--itl S] [--arrivals FILE]` (`FAKE_OPENAI_CMD`)."
     import argparse
     ap = argparse.ArgumentParser(prog="serve_fake_openai", description="An OpenAI-compatible stand-in server.")
     ap.add_argument("port", type=int)
     ap.add_argument("--ttft", type=float, default=0.05)
     ap.add_argument("--itl", type=float, default=0.02)
+    ap.add_argument("--arrivals", help="append each request's arrival time (time.perf_counter, s) to this file")
     a = ap.parse_args(argv)
     # SIGINT stops it (Server.stop's first signal) even when started from a job that ignores SIGINT (nohup, a
     # background CI job): Python keeps an ignored SIGINT ignored, and each stop would wait for SIGTERM
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    FakeOpenAI(ttft=a.ttft, itl=a.itl).serve_forever(a.port)
+    FakeOpenAI(ttft=a.ttft, itl=a.itl, arrivals=a.arrivals).serve_forever(a.port)
 
 FAKE_OPENAI_CMD = ["-c", "from llm_nb.testing import serve_fake_openai; serve_fake_openai()"]  # after `python`
 

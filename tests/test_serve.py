@@ -173,3 +173,12 @@ def test_bench_cli_asks_the_server_for_its_model(exported_run, tmp_path):
         assert {body["model"] for body in api.requests} == {"reviews-7b"}
     gone = llm_nb_cmd("bench", api.url, "--tokenizer", tok, "--set", "bench.dataset=random")
     assert gone.returncode == 2 and "pass --model NAME" in gone.stderr, gone.stderr
+
+def test_export_writes_the_adapter_as_a_gguf_lora(exported_run):
+    "An adapter of low-rank pairs only is also a GGUF LoRA; llama.cpp's base + LoRA gives the merged model."
+    from llm_nb.export import LORA_KLD_LIMIT
+    c = exported_run.manifest()["stages"]["export"]["counts"]["lora_gguf"]
+    out = exported_run.dir/"export"
+    assert (out/c["file"]).stat().st_size == c["bytes"] and (out/c["base_file"]).exists(), c
+    assert c["kld"] <= LORA_KLD_LIMIT and c["top1_agreement"] > 0.98, c  # the check the stage runs, as recorded
+    assert c["base_kld"] > c["kld"], c  # five steps moved the model: the base alone is further from the merge
