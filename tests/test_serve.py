@@ -1,8 +1,9 @@
 "The served model as a subprocess: engines, API key, secrets kept out of files, concurrency without truncation, a server killed mid-benchmark."
 import json, os, signal, threading, time
+from pathlib import Path
 import httpx, pytest
 from llm_nb.config import ConfigError, load_config
-from llm_nb.serve import serve_exported
+from llm_nb.serve import Server, free_port, llama_server_bin, llama_server_cmd, serve_exported
 from llm_nb.bench import BenchFailed, run_bench, parse_prometheus
 from llm_nb.testing import FakeOpenAI
 from conftest import CHAT, training_ids
@@ -182,3 +183,28 @@ def test_export_writes_the_adapter_as_a_gguf_lora(exported_run):
     assert (out/c["file"]).stat().st_size == c["bytes"] and (out/c["base_file"]).exists(), c
     assert c["kld"] <= LORA_KLD_LIMIT and c["top1_agreement"] > 0.98, c  # the check the stage runs, as recorded
     assert c["base_kld"] > c["kld"], c  # five steps moved the model: the base alone is further from the merge
+
+def test_llama_server_serves_the_gguf_lora_as_the_merge(exported_run):
+    """`serve.lora` on llama-server: the base GGUF with the run's GGUF LoRA answers greedily as the merged f16 GGUF does,
+    lists the adapter, and takes a request's own scale."""
+    run = exported_run
+    prompts = ["the cat sat on", "这个手机怎么样", "hello world and"]
+    def answers(server, **extra):
+        ask = lambda p: httpx.post(server.base_url + "/v1/completions", timeout=60, json=dict(
+            model="model", prompt=p, max_tokens=16, temperature=0, **extra)).json()["choices"][0]["text"]
+        return [ask(p) for p in prompts]
+    merged_cfg = cfg_of(run, **{"serve.engine": "llama_server", "serve.model": "f16"})
+    with serve_exported(merged_cfg, run).start(merged_cfg.serve.startup_timeout) as server: merged = answers(server)
+    cfg = cfg_of(run, **{"serve.engine": "llama_server", "serve.lora": True})
+    srv = serve_exported(cfg, run)
+    assert srv.cmd[srv.cmd.index("--model") + 1].endswith("base-f16.gguf") and "--lora" in srv.cmd
+    with srv.start(cfg.serve.startup_timeout) as server:
+        adapters = httpx.get(server.base_url + "/lora-adapters", timeout=30).json()
+        with_lora, unscaled = answers(server), answers(server, lora=[{"id": 0, "scale": 0.0}])
+    port = free_port()
+    base_cmd = llama_server_cmd(llama_server_bin(), run.dir/"export"/"base-f16.gguf", cfg.serve, port)
+    with Server(base_cmd, f"http://127.0.0.1:{port}", run.dir/"serve"/"base.log", model_name="model").start(120) as server:
+        base = answers(server)
+    assert with_lora == merged, (with_lora, merged)  # the adapter applied, as merged
+    assert [Path(a["path"]).name for a in adapters] == ["adapter-f16.gguf"], adapters
+    assert unscaled == base, (unscaled, base)  # a request's own scale is taken: at 0, the base alone
