@@ -204,13 +204,14 @@ def _more_loras(cfg, run) -> tuple[dict, int]:
         rank = max(rank, lora_rank(out[name], f"serve.lora_modules.{name}"))
     return out, rank
 
-def _vllm_engine_cmd(cfg, run, port:int) -> list[str]:
-    "vLLM's command line for the run: the base + adapters (`lora`), the merged folder, or a GGUF file."
+def _vllm_engine_cmd(cfg, run, port:int, adapter:bool=True) -> list[str]:
+    "vLLM's command line for the run: the base + adapters (`lora`; the base alone without `adapter`), the merged folder, or a GGUF file."
     sc, export, python = cfg.serve, run.input("export"), vllm_python()
     if python is None:
         raise ConfigError("serve.engine=vllm: vLLM is not installed here (`bash tools/install.sh --vllm` makes its "
                           "CPU build; on a GPU machine install the [serve] extra)")
     kw = dict(trust_remote_code=cfg.model.trust_remote_code, cpu=not cuda_available(), python=python)
+    if sc.lora and not adapter: return vllm_cmd(base_model_path(run), sc, port, **kw)
     if sc.lora:
         base = base_model_path(run)
         more, rank = _more_loras(cfg, run)
@@ -244,19 +245,20 @@ def gguf_lora_files(cfg, # the run's config
 def _engine_cmd(engine:str, # a resolved engine name
                 cfg, # the run's config
                 run, # the `Run` holding the export stage's files
-                port:int # the port to listen on
+                port:int, # the port to listen on
+                adapter:bool=True # with `serve.lora`: False serves the base alone (what the adapter costs)
                ) -> list[str]:
     "The command line that serves `cfg.serve.model` of the run with `engine` (or, with `serve.lora`, base + adapter)."
     sc, export = cfg.serve, run.input("export")
     gguf = export/f"model-{sc.model}.gguf"
     if engine == "vllm":
-        cmd = _vllm_engine_cmd(cfg, run, port)
+        cmd = _vllm_engine_cmd(cfg, run, port, adapter)
         if sc.lora or sc.model == "merged": return cmd
     elif engine == "llama_server" and sc.lora:
         if sc.lora_modules: raise ConfigError("serve.lora_modules: adapter folders for vLLM; llama-server serves the run's "
                                               "own adapter as the GGUF LoRA its export stage wrote")
         gguf, lora = gguf_lora_files(cfg, run)
-        return llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port, [lora])
+        return llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port, [lora] if adapter else [])
     elif sc.lora: raise ConfigError(f"serve.lora: serve.engine={engine} serves no adapter; use llama_server or vllm")
     elif engine == "llama_server": cmd = llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port)
     else: cmd = llama_cpp_python_cmd(gguf, sc, port)
@@ -267,7 +269,8 @@ def _engine_cmd(engine:str, # a resolved engine name
 
 def serve_exported(cfg, # the run's config (its `serve` section says what to serve and how)
                    run, # the `Run` holding the export stage's files
-                   log_dir:Path|None=None # where the server's log goes (default: the serve stage's folder)
+                   log_dir:Path|None=None, # where the server's log goes (default: the serve stage's folder)
+                   adapter:bool=True # with `serve.lora`: False serves the base alone, the same way
                   ) -> Server:
     "A (not yet started) `Server` for what `cfg.serve` names in the run folder."
     sc = cfg.serve
@@ -276,8 +279,9 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     port = sc.port or free_port(sc.host)
     cpu_vllm = engine == "vllm" and not cuda_available()
     env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}
-    log = (log_dir or run.stage_dir("serve"))/f"{engine}.log"  # one per engine: `serve.compare` starts the others
-    cmd = _engine_cmd(engine, cfg, run, port)
+    name = f"{engine}{'' if adapter or not sc.lora else '-base'}.log"  # one per engine: `serve.compare` starts the others
+    log = (log_dir or run.stage_dir("serve"))/name
+    cmd = _engine_cmd(engine, cfg, run, port, adapter)
     check_served(cfg, run)
     return Server(cmd, f"http://{sc.host}:{port}", log,
                   api_key=api_key, model_name=sc.served_name, engine=engine, env=env, **ENGINES[engine])

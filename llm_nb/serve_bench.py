@@ -14,7 +14,7 @@ from .bench import run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
 
 # %% auto #0
-__all__ = ['SERVE_BENCH', 'COMPARED_KEYS', 'run_serve_bench', 'compare_engines']
+__all__ = ['SERVE_BENCH', 'COMPARED_KEYS', 'run_serve_bench', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", *ADAPTERS, "train/series.jsonl",
@@ -33,7 +33,9 @@ def run_serve_bench(cfg, run) -> dict:
             res = run_bench(cfg, run, server)
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode) | ({"watchdog_restarts": wd.restarts} if wd else {})
-    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path],
+    if cfg.serve.lora: counts["lora_cost"] = lora_cost(cfg, run, res)  # the same load on the base alone
+    base_alone = [run.stage_dir("bench")/"base-alone"/"results.json"] if cfg.serve.lora else []
+    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path, *base_alone],
                counts=counts)
     if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
     return res
@@ -71,3 +73,21 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
               | ({"answers": m["answers"]} if "answers" in m else {}) for label, m in results.items()}
     run.record("compare", outputs=[out/"compare.md", out/"compare.png"], counts=counts, result=dict(skipped=skipped))
     return results
+
+# %% ../nbs/44_serve_bench.ipynb #7aac3216
+def lora_cost(cfg:Config, # the run's config, with `serve.lora`
+              run:Run, # a run through the export stage
+              with_adapter:dict # the benchmark summary of the server with the adapter
+             ) -> dict:
+    "The base alone served and loaded the same way: the adapter's server's throughput, TTFT and TPOT over its."
+    with serve_exported(cfg, run, adapter=False).start(cfg.serve.startup_timeout) as server:
+        base = bench_server(cfg, run, server, run.stage_dir("bench")/"base-alone", table=False, answers=False)
+    ratio = lambda a, b: a / b if b else None
+    cost = dict(output_throughput_ratio=ratio(with_adapter["output_throughput"], base["output_throughput"]),
+                ttft_ratio=ratio(with_adapter["ttft_ms"]["median"], base["ttft_ms"]["median"]),
+                tpot_ratio=ratio(with_adapter["tpot_ms"]["median"], base["tpot_ms"]["median"]),
+                base_output_throughput=base["output_throughput"], base_ttft_ms=base["ttft_ms"]["median"])
+    show = lambda v: "n/a" if v is None else f"{v:.2f}x"
+    print(f"serve: with the adapter, {show(cost['output_throughput_ratio'])} the base alone's output throughput, "
+          f"{show(cost['ttft_ratio'])} its median TTFT, {show(cost['tpot_ratio'])} its median TPOT (the same load)")
+    return cost

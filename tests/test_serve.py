@@ -208,3 +208,17 @@ def test_llama_server_serves_the_gguf_lora_as_the_merge(exported_run):
     assert with_lora == merged, (with_lora, merged)  # the adapter applied, as merged
     assert [Path(a["path"]).name for a in adapters] == ["adapter-f16.gguf"], adapters
     assert unscaled == base, (unscaled, base)  # a request's own scale is taken: at 0, the base alone
+
+def test_lora_cost_is_measured_against_the_base_alone(exported_run, tmp_path):
+    "`serve.lora`'s cost: the same load on the base served alone (no --lora), and the ratios of the two."
+    from llm_nb.bench import bench_server
+    from llm_nb.serve_bench import lora_cost
+    run = exported_run
+    cfg = cfg_of(run, **{"serve.engine": "llama_server", "serve.lora": True, "bench.num_prompts": 8})
+    with serve_exported(cfg, run, log_dir=tmp_path).start(cfg.serve.startup_timeout) as server:
+        res = bench_server(cfg, run, server, tmp_path/"with", table=False, answers=False)
+    cost = lora_cost(cfg, run, res)
+    assert (run.dir/"bench"/"base-alone"/"results.json").exists()
+    alone = serve_exported(cfg, run, adapter=False).cmd  # what lora_cost served: the base GGUF, no adapter
+    assert alone[alone.index("--model") + 1].endswith("base-f16.gguf") and "--lora" not in alone, alone
+    assert cost["output_throughput_ratio"] > 0 and cost["ttft_ratio"] > 0 and cost["base_output_throughput"] > 0, cost
