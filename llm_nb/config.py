@@ -377,6 +377,10 @@ class PreferenceCfg(Section):
     num_generations: int = Field(4, ge=2)  # GRPO: completions sampled per prompt (a group); batch_size counts completions
     temperature: float = Field(1.0, gt=0)  # GRPO: sampling temperature of the completions
     kl_beta: float = Field(0.0, ge=0)  # GRPO: KL penalty toward the SFT model (TRL's default 0: no reference at all)
+    # GRPO's completions: hf = the policy's own `generate` (any device); vllm = vLLM in the training process on its
+    # CUDA GPU (TRL's colocate mode: the policy's weights are loaded into vLLM after each step); needs vLLM's CUDA build
+    generation: Literal["hf", "vllm"] = "hf"
+    vllm_memory: float = Field(0.3, gt=0, lt=1)  # generation vllm: the share of the GPU's memory vLLM may take
 
     @model_validator(mode="after")
     def _grpo_fits(self):
@@ -391,6 +395,8 @@ class PreferenceCfg(Section):
         if self.prompts == "conversations" and (self.method != "grpo" or self.rejected != "data"):
             raise ValueError("preference.prompts=conversations is GRPO's (preference.method: grpo): conversations have "
                              "no rejected answer, for DPO or for preference.rejected: sft to replace")
+        if self.generation == "vllm" and self.method != "grpo":
+            raise ValueError("preference.generation=vllm is GRPO's way of sampling completions (preference.method: grpo)")
         return self
 
 

@@ -11,7 +11,7 @@ import torch
 with contextlib.redirect_stdout(io.StringIO()):  # transformers' W&B notice on import (see 24_train)
     from trl import DPOConfig, DPOTrainer, GRPOConfig, GRPOTrainer
     from trl.data_utils import common_prefix_length
-from .config import ConfigError
+from .config import ConfigError, refuse
 from .records import TURN_MARK, decode_turns, pair_of, take_record
 from .run import Stage, save_figure, show_table
 from .model import base_model_path, load_model, load_tokenizer
@@ -27,8 +27,9 @@ __all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVE
            'PREFERENCE', 'BUILDERS', 'stored_pairs', 'stored_conversations', 'read_pairs', 'split_pairs', 'answer_ids',
            'answer_logps', 'greedy_answers', 'on_policy', 'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args',
            'preference_fingerprint', 'GuardedDPOTrainer', 'trainer_setup', 'build_dpo_trainer', 'completion_text',
-           'exact_match_reward', 'words', 'f1_reward', 'regex_reward', 'reward_function', 'references', 'grpo_args',
-           'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves', 'implicit_accuracy', 'run_preference']
+           'exact_match_reward', 'words', 'f1_reward', 'regex_reward', 'reward_function', 'references',
+           'vllm_generation', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves',
+           'implicit_accuracy', 'run_preference']
 
 # %% ../nbs/26_preference.ipynb #pr000007
 def _stored_turns(src:Path) -> list[list[dict]]: # clean/clean.parquet
@@ -291,13 +292,25 @@ def references(pairs:list[dict]) -> list[dict]: # pairs in TRL's conversational 
     return [dict(prompt=p["prompt"], reference=p["chosen"][0]["content"]) for p in pairs]
 
 # %% ../nbs/26_preference.ipynb #d4e7a0c0
+def vllm_generation(pc # `Config.preference`: generation, vllm_memory
+                   ) -> dict:
+    "`GRPOConfig`'s vLLM keys for `preference.generation: vllm` (TRL's colocate mode), `{}` for hf; refused without CUDA or vLLM."
+    if pc.generation == "hf": return {}
+    from trl.import_utils import is_vllm_available
+    refuse(not torch.cuda.is_available() and "preference.generation=vllm needs a CUDA GPU: TRL runs vLLM on the training "
+                                             "GPU (colocate mode); generation: hf samples with the policy on any device",
+           not is_vllm_available() and "preference.generation=vllm needs vLLM's CUDA build in this environment "
+                                       "(tools/install.sh --vllm on a machine with a GPU)")
+    return dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=pc.vllm_memory)
+
 def grpo_args(cfg, # the run's `Config`
               *a, # `trainer_args`' out_dir, use_cpu, prec, report_to, ds
               **kw) -> GRPOConfig:
-    "TRL's `GRPOConfig`: `trainer_args` and GRPO's group size, sampling, completion length and KL coefficient."
+    "TRL's `GRPOConfig`: `trainer_args` and GRPO's group size, sampling, completion length, KL coefficient and generator."
     p = cfg.preference
     return GRPOConfig(**trainer_args(cfg, *a, **kw), beta=p.kl_beta, num_generations=p.num_generations,
-                      max_completion_length=p.max_new_tokens, temperature=p.temperature)
+                      max_completion_length=p.max_new_tokens, temperature=p.temperature, **vllm_generation(p))
+
 
 # %% ../nbs/26_preference.ipynb #9f6470ef
 class GuardedGRPOTrainer(NanGuard, GRPOTrainer):
@@ -411,6 +424,7 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     if not pairs: raise ConfigError(f"preference.method={m}: the cleaned records hold no {pc.prompts}: add a source of "
                                     "them to ingest.sources (pairs: records with chosen and rejected)")
     reward = reward_function(pc) if m == "grpo" else None  # before any training: a bad name stops the stage here
+    vllm_generation(pc)  # as does generation: vllm where there is no CUDA or no vLLM
     tok = load_tokenizer(str(run.input("tokenize/tokenizer")))
     sft, written, swapped = sft_model(cfg, run), None, {}
     if pc.rejected == "sft":  # on-policy pairs: the SFT model's own mistakes as the rejected answers

@@ -11,15 +11,16 @@ def test_dry_run_lists_every_step_with_a_valid_config(tmp_path):
     assert r.returncode == 0, r.stderr
     steps = re.findall(r"^== (\S+)\n(.+?)(?=\n== |\Z)", r.stdout, re.M | re.S)
     assert [s for s, _ in steps] == ["gpu", "install", "gpu_cells", "qlora_bf16", "cuda_events", "nvml_exporter",
-                                     "vllm_cuda"], r.stdout
+                                     "vllm_cuda", "grpo_vllm"], r.stdout
     cmds = dict(steps)
     assert "--flags gpu" in cmds["gpu_cells"] and "timed_ms(work, cuda=True)" in cmds["cuda_events"]
-    for name in ("qlora_bf16", "vllm_cuda"):  # the overrides the demo would run with load
+    cfgs = {}
+    for name in ("qlora_bf16", "vllm_cuda", "grpo_vllm"):  # the overrides the demo would run with load
         words = shlex.split(cmds[name].split("&&")[-1])
         sets = [w for prev, w in zip(words, words[1:]) if prev == "--set"]
-        cfg = demo_config(**parse_sets(sets))
-        print(name, sets)
-    assert (cfg.serve.engine, cfg.serve.model) == ("vllm", "merged")
+        cfgs[name] = demo_config(**parse_sets(sets))
+    assert (cfgs["vllm_cuda"].serve.engine, cfgs["vllm_cuda"].serve.model) == ("vllm", "merged")
+    assert (cfgs["grpo_vllm"].preference.method, cfgs["grpo_vllm"].preference.generation) == ("grpo", "vllm")
     assert not (tmp_path/"report.json").exists()  # a dry run runs nothing
 
 def test_without_a_gpu_it_refuses_to_run():

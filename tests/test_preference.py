@@ -146,3 +146,7 @@ def test_grpo_on_conversations_needs_no_pairs(prepared):
     assert 0 <= c["sft_reward"] <= 1 and 0 <= c["grpo_reward"] <= 1 and "sft_accuracy" not in c, c
     with pytest.raises(Exception, match="preference.prompts=conversations is GRPO's"):
         load_config(cfg.model_dump(), **{"preference.method": "dpo"})
+    import torch
+    if not torch.cuda.is_available():  # vLLM's generation: refused before the stage loads a model
+        with pytest.raises(ValueError, match="preference.generation=vllm needs a CUDA GPU"):
+            run_preference(load_config(cfg.model_dump(), **{"preference.generation": "vllm"}), prepared)

@@ -3,7 +3,7 @@
 # then write one report (JSON: each step's command, exit status and seconds, and its output's tail).
 #   bash tools/gpu_check.sh [--out DIR]             # run every step (needs `nvidia-smi -L` to list a GPU)
 #   bash tools/gpu_check.sh --dry-run [--out DIR]   # say exactly what would run, run nothing (CI runs this)
-# The steps, ~8 minutes on one H200 after the install (not yet measured: no session has had a GPU so far):
+# The steps, ~10 minutes on one H200 after the install (an estimate, not yet measured: no session has had a GPU so far):
 #   1. the GPU and driver (nvidia-smi);
 #   2. install: a venv with pip's default (CUDA) torch, llm_nb with llama.cpp and the [serve] extra (vLLM's CUDA
 #      build), and bitsandbytes (tools/install.sh --vllm does the first three where nvidia-smi finds a GPU);
@@ -13,7 +13,9 @@
 #   5. CUDA-event timing (llm_nb.bench.timed_ms with cuda=True, the torch.cuda.Event path) against perf_counter
 #      around the same synchronized GPU work: within 10%;
 #   6. the exporter's GPU families read from real NVML: every DCGM metric has a sample per GPU, memory in use > 0;
-#   7. vLLM's CUDA build serving the demo's merged model, benchmarked as the serve_bench stage does.
+#   7. vLLM's CUDA build serving the demo's merged model, benchmarked as the serve_bench stage does;
+#   8. GRPO with its completions sampled by vLLM in the training process (preference.generation=vllm, TRL's colocate
+#      mode) on the demo's SFT adapter, through evaluate.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dry=0
@@ -57,6 +59,7 @@ steps=(
   "cuda_events|. $venv/bin/activate && python -c '$cuda_events'"
   "nvml_exporter|. $venv/bin/activate && python -c '$nvml'"
   "vllm_cuda|. $venv/bin/activate && $demo --name vllm --set serve.engine=vllm --set serve.model=merged --set serve.compare=[] --force"
+  "grpo_vllm|. $venv/bin/activate && $demo --name grpo-vllm --set preference.method=grpo --set preference.generation=vllm --set preference.learning_rate=2e-4 --set preference.batch_size=16 --set train.precision=bf16 --set model.dtype=bfloat16 --stages synth,ingest,clean,model,tokenize,train,preference,evaluate --force"
 )
 if [ "$dry" = 1 ]; then
   echo "gpu_check --dry-run: ${#steps[@]} steps, report to $out/report.json"
