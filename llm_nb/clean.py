@@ -21,17 +21,18 @@ from .run import Stage, save_figure
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
            'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'NO_LANGUAGE',
            'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD',
-           'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'FETCH_ROWS', 'FETCH_CHARS',
-           'VERIFY_CHARS', 'BY_REFERENCE', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS',
-           'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED',
-           'OUTPUTS', 'CLEAN', 'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str',
-           'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql', 'marks_sql',
-           'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text', 'eval_examples', 'EvalGrams',
-           'eval_grams', 'LangModel', 'lang_identifier', 'text_language', 'languages_of', 'judge_texts', 'near_lsh',
-           'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup',
-           'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands', 'make_near_pairs',
-           'near_decide', 'near_dedup_pass', 'words_of', 'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats',
-           'run_eval_grams', 'write_outputs', 'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
+           'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'REJECTED_TEXTS', 'FETCH_ROWS',
+           'FETCH_CHARS', 'VERIFY_CHARS', 'EXACT_DUPS', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD',
+           'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED',
+           'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
+           'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql',
+           'any_match_sql', 'marks_sql', 'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text',
+           'eval_examples', 'EvalGrams', 'eval_grams', 'LangModel', 'lang_identifier', 'text_language', 'languages_of',
+           'judge_texts', 'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored',
+           'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands',
+           'make_near_pairs', 'near_decide', 'near_dedup_pass', 'words_of', 'top_terms', 'ordered_reasons',
+           'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs', 'duckdb_memory_limit', 'record_clean',
+           'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -478,8 +479,8 @@ def _prefilter_sql(ccfg, words:list[str], wps:list[str]) -> str:
 # %% ../nbs/12_clean.ipynb #6e39c4f5
 def _pii_count_cols(ccfg) -> str:
     "`, <count> AS pii_<kind>` for every redacted kind, from columns `text` (redacted) and `raw` (before)."
-    return "".join(f", CASE WHEN text = raw THEN 0 ELSE {count_sql('text', placeholder(k), 'raw')} END AS pii_{k}"
-                   for k in PII_PATTERNS if k in ccfg.pii)
+    return "".join(f", CASE WHEN contains(text, {sql_str(placeholder(k))}) AND text <> raw "
+                   f"THEN {count_sql('text', placeholder(k), 'raw')} ELSE 0 END AS pii_{k}" for k in PII_PATTERNS if k in ccfg.pii)
 
 # %% ../nbs/12_clean.ipynb #ab8b3e75
 def _sensitive_sql(ccfg, words:list[str], wps:list[str]) -> tuple[str, str]:
@@ -560,11 +561,14 @@ ROW_COLS = ", ".join([c for c in SCHEMA.names if c not in NOT_KEPT] + ["lang"]) 
 IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
 def exact_dedup(con, ccfg=None, words:list[str]=()):
-    "Temp tables `first_copies` and `deduped`: the first copies no filter rejects (`ccfg`, `words`: judged per text)."
+    "Temp tables `first_copies`, `deduped` (the first copies no filter rejects) and `rejected_texts` (`REJECTED_TEXTS`)."
     _first_copies(con, ccfg, words)
-    con.execute(f"""CREATE TEMP TABLE deduped AS SELECT {ROW_COLS} FROM scored s
-                    LEFT JOIN first_copies f ON s.text_hash = f.text_hash
-                    WHERE s.reason IS NULL AND (f.text_hash IS NULL OR ({IS_FIRST} AND f.verdict IS NULL))""")
+    # one read of every row's text: the rows whose text an output file holds, the rejected ones then moved apart
+    con.execute(f"""CREATE TEMP TABLE deduped AS SELECT {ROW_COLS}, coalesce(s.reason, f.verdict) AS reason FROM scored s
+                    LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL
+                    WHERE s.reason IS NOT NULL OR f.text_hash IS NULL OR f.verdict IS NOT NULL OR ({IS_FIRST})""")
+    con.execute("CREATE TEMP TABLE rejected_texts AS SELECT * FROM deduped WHERE reason IS NOT NULL")
+    con.execute("DELETE FROM deduped WHERE reason IS NOT NULL; ALTER TABLE deduped DROP COLUMN reason")
 
 JUDGED = f"""(SELECT s.* EXCLUDE (text_hash) REPLACE (
                 coalesce(s.reason, f.verdict, CASE WHEN NOT ({IS_FIRST}) THEN 'exact_dup' END) AS reason,
@@ -572,6 +576,11 @@ JUDGED = f"""(SELECT s.* EXCLUDE (text_hash) REPLACE (
               CASE WHEN s.reason IS NULL AND f.verdict IS NULL AND NOT ({IS_FIRST})
                    THEN f.kept_key END AS dup_of
               FROM scored s LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL)"""  # every row
+
+# SQL of the rejected rows that keep their text: a filter's, in pass 1 or per text (with `exact_dedup`, a table)
+REJECTED_TEXTS = f"""SELECT {ROW_COLS}, coalesce(s.reason, f.verdict) AS reason FROM scored s
+                     LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL
+                     WHERE s.reason IS NOT NULL OR f.verdict IS NOT NULL"""
 
 # %% ../nbs/12_clean.ipynb #480c7f1b
 def duckdb_spilled_bytes(con) -> int:
@@ -594,8 +603,9 @@ def make_near_rows(con) -> int:
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
 
 def deduped_view(con):
-    "The view `deduped` over `near_rows`, which holds its rows."
+    "The view `deduped` over `near_rows`, which holds its rows; `rejected_texts` as a view too, if exact dedup left none."
     con.execute(f"CREATE TEMP VIEW deduped AS SELECT {ROW_COLS} FROM near_rows")
+    con.execute(f"CREATE TEMP VIEW IF NOT EXISTS rejected_texts AS {REJECTED_TEXTS}")  # a step reading its tables' files
 
 # %% ../nbs/12_clean.ipynb #n0000001
 def _append_bands(con, rid0:int, # the batch's first rid
@@ -709,9 +719,11 @@ def _write_clean(con, path:Path):
     con.execute("COPY (SELECT * FROM kept ORDER BY file, line) TO ? (FORMAT parquet)", [str(path)])
 
 # %% ../nbs/12_clean.ipynb #2674d8ce
-BY_REFERENCE = "CASE WHEN reason = 'exact_dup' THEN NULL ELSE text END AS text"  # an exact duplicate's text
-REJECTED = f"""(SELECT {ROW_COLS.replace("text", BY_REFERENCE, 1)}, reason, dup_of FROM {JUDGED}
-                WHERE reason IS NOT NULL
+EXACT_DUPS = f"""SELECT {ROW_COLS.replace("text", "NULL::VARCHAR AS text", 1)}, 'exact_dup' AS reason,
+                     f.kept_key AS dup_of FROM scored s JOIN first_copies f ON s.text_hash = f.text_hash
+                 WHERE s.reason IS NULL AND f.verdict IS NULL AND NOT ({IS_FIRST})"""  # by reference: no text read
+REJECTED = f"""(SELECT *, NULL::VARCHAR AS dup_of FROM rejected_texts
+                UNION ALL {EXACT_DUPS}
                 UNION ALL
                 SELECT {ROW_COLS}, 'near_dup' AS reason, n.dup_of
                 FROM deduped d JOIN near_dups n ON n.k = d.file || ':' || d.line)"""  # SQL of the rejected rows

@@ -245,6 +245,11 @@ class TinyCfg(Section):
     num_layers: int = 2
     num_heads: int = 4
     max_position_embeddings: int = 512
+    # steps of whole-model training on the run's plain cleaned texts (not its conversations) before the checkpoint is
+    # saved: a base that knows the words, a stand-in for a hub model's pretraining, on which a LoRA alone can learn;
+    # 0 = random weights
+    pretrain_steps: int = Field(0, ge=0)
+    pretrain_lr: float = Field(1e-3, gt=0)
 
 class ModelCfg(Section):
     "The base model: a hub id, a local folder, or `tiny` (built from the run's own text)."
@@ -501,6 +506,13 @@ class ExportCfg(Section):
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
     verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
     lm_eval: bool = True  # run the evaluate stage's lm-eval tasks on each GGUF file, beside base and fine-tuned
+    # also write the adapter as a GGUF LoRA and the base as a GGUF of `outtype` beside it (serve.lora on llama-server);
+    # the base file is as large as the merged one (14 GB more for a 7B model at f16)
+    lora_gguf: bool = True
+    # held-out prompts asked greedily of every form of the fine-tune (PEFT, merged HF, merged GGUF, base GGUF + GGUF
+    # LoRA): export/parity.md; the stage fails when a form is not the PEFT model; 0 = skip (it holds the PEFT and the
+    # merged HF model in memory at once, in float32 on the CPU, as the GGUF checks do: twice a 7B model's 28 GB)
+    parity_prompts: int = Field(8, ge=0)
     verbose: bool = False  # show llama.cpp's own log while quantizing (a line per tensor)
 
 # %% ../nbs/00_config.ipynb #cf9a0005

@@ -4,12 +4,12 @@
 
 # %% ../nbs/40_export.ipynb #abb6019d
 from __future__ import annotations
-import json, os, shutil, subprocess, sys
+import contextlib, json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
-from .evaluate import LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
+from .evaluate import MAX_GEN_TOKS, LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
 from .run import Stage, save_figure, show_table
-from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer
+from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer, whole_modules
 from .track import log_scores
 from .env import peft_quietly
 from .chat import has_markers, stop_ids
@@ -20,8 +20,9 @@ __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOC
            'run_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings',
            'next_token_stats', 'held_out_blocks', 'llama_threads', 'gguf_logits', 'hf_block_logits',
            'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
-           'convert_lora_to_gguf', 'check_lora_applied', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
-           'lora_gguf', 'run_export']
+           'convert_lora_to_gguf', 'check_lora_applied', 'first_difference', 'tie_at', 'parting', 'parity',
+           'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf',
+           'parity_prompts', 'answer_logprobs', 'model_forms', 'export_parity', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -213,10 +214,11 @@ def compare_logits(ref:list[np.ndarray], # reference logits per block (the HF mo
 def verify_gguf(files:dict, # format -> GGUF file
                 model_dir:Path, # the transformers checkpoint they were made from
                 blocks:list[list[int]], # blocks of held-out token ids
-                mcfg=None # `Config.model`, optional
+                mcfg=None, # `Config.model`, optional
+                ref:list|None=None # the checkpoint's logits on `blocks` (`hf_block_logits`), if already computed
                ) -> list[dict]:
     "One row per format (the HF checkpoint first): size, bits/weight, ppl, Δppl%, top-1 agreement, max |Δlogit|."
-    ref = hf_block_logits(model_dir, blocks, mcfg)
+    if ref is None: ref = hf_block_logits(model_dir, blocks, mcfg)
     rows = []
     for fmt, f in files.items():
         f = Path(f)
@@ -271,8 +273,7 @@ def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train s
                          src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
                         ) -> Path:
     "llama.cpp's `convert_lora_to_gguf.py` on a LoRA adapter: a file llama.cpp applies to the base GGUF at load."
-    whole = json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save")
-    if whole:
+    if whole := whole_modules(adapter):
         raise ValueError(f"{adapter} trains whole modules {whole} (lora.modules_to_save): a GGUF LoRA holds only the "
                          "low-rank pairs, so llama.cpp would serve the adapter without them; serve the merged model "
                          "(export's GGUF files), or train without modules_to_save")
@@ -291,6 +292,91 @@ def check_lora_applied(with_lora:dict, # `compare_logits` of the merged model ag
         raise RuntimeError(f"{what} is not the merged model: KLD {with_lora['kld']:.6f} > {LORA_KLD_LIMIT} (the base "
                            f"alone: {base_only['kld']:.6f}): the adapter is not applied as trained")
     return dict(with_lora, changes=base_only["kld"] > LORA_KLD_LIMIT)
+
+# %% ../nbs/40_export.ipynb #435720e9
+def first_difference(a:list[int], # the reference's answer (token ids)
+                      b:list[int], # the form's
+                      tok # decodes the two tokens
+                     ) -> tuple[int, str, str]|None:
+    "(position, reference token, form token) where two greedy answers part (`<end>` for an answer that ended), or None."
+    if a == b: return None
+    j = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    show = lambda ids: repr(tok.decode([ids[j]])) if j < len(ids) else "<end>"
+    return j, show(a), show(b)
+
+def tie_at(ref:list[np.ndarray], # the reference's logits at each answer position, per prompt
+           test:list[np.ndarray], # the form's, on the same tokens
+           i:int, j:int # the prompt and the answer position where the two answers part
+          ) -> dict:
+    """Whether the parting is a near-tie: the reference's lead of its token over the form's there (`margin`) within
+    how far the form's logits move from the reference's at every other position (`rounding`)."""
+    r, t = ref[i][j], test[i][j]
+    a, b = int(r.argmax()), int(t.argmax())
+    moved = [np.abs(x - y).max(-1) for x, y in zip(ref, test)]
+    moved[i] = np.delete(moved[i], j)  # not where they part: there the logits moved at least half the margin
+    margin, rounding = float(r[a] - r[b]), float(np.concatenate(moved).max(initial=0.0))
+    return dict(margin=margin, rounding=rounding, near_tie=margin <= rounding)
+
+def parting(answer:list[int], # the reference's greedy answer
+            logits:np.ndarray, # a form's logits at the answer's positions, on the same tokens (one row more: the stop)
+            stops:set, # token ids that end an answer
+            max_new:int # the answers' length limit
+           ) -> int|None:
+    "Where the form's own greedy answer would leave the reference's (its top token differs there), or None: the same answer."
+    top = logits.argmax(-1)
+    j = next((j for j, x in enumerate(answer) if top[j] != x), None)
+    if j is None and len(answer) < max_new and int(top[len(answer)]) not in stops: j = len(answer)  # it would go on
+    return j
+
+def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first is the reference
+           prompts:list[list[int]], # prompts as token ids
+           tok, # the tokenizer: EOS, and the differing tokens' text
+           max_new:int=32, # tokens per greedy answer at most
+           stops:set=frozenset() # token ids that end an answer (an end of turn), beside EOS
+          ) -> tuple[list[dict], list[list[int]]]:
+    "Each form's greedy answers and next-token distributions against the first's: (one row per form, the first's answers)."
+    stops = {tok.eos_token_id} | set(stops)
+    ref_name, ref_fn = next(iter(forms.items()))
+    answers = [LogitsLM(ref_fn, tok, len(p) + max_new + 1).greedy(p, max_new, stops) for p in prompts]
+    seqs = [p + a for p, a in zip(prompts, answers)]
+    ref = [ref_fn(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]  # the answer's positions + the stop
+    show = lambda t: "<end>" if t in stops else repr(tok.decode([t]))
+    rows = []
+    for name, f in forms.items():
+        test = ref if name == ref_name else [f(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]
+        kl = np.concatenate([(np.exp(lr := log_softmax(r)) * (lr - log_softmax(t))).sum(-1) for r, t in zip(ref, test)])
+        parts = [(i, j) for i, (a, t) in enumerate(zip(answers, test)) if (j := parting(a, t, stops, max_new)) is not None]
+        first, tie = "", {}
+        if parts:
+            i, j = parts[0]
+            tie = tie_at(ref, test, i, j)
+            mine = answers[i][j] if j < len(answers[i]) else int(ref[i][j].argmax())
+            first = (f"question {i}, token {j}: {show(mine)} vs {show(int(test[i][j].argmax()))} "
+                     f"({'a near-tie' if tie['near_tie'] else 'not a tie'}: {ref_name}'s lead {tie['margin']:.4f}, "
+                     f"rounding elsewhere up to {tie['rounding']:.4f})")
+        rows.append(dict(form=name, identical=len(prompts) - len(parts), prompts=len(prompts), first_difference=first,
+                         near_tie=tie.get("near_tie"), kld=max(float(kl.mean()), 0.0),
+                         max_logit_delta=max(float(np.abs(r - t).max()) for r, t in zip(ref, test))))
+    return rows, answers
+
+# %% ../nbs/40_export.ipynb #a7a0f419
+def check_parity(rows:list[dict] # `parity`'s rows, the reference first
+                ) -> list[dict]:
+    "`rows`; a `RuntimeError` naming each form that is not the reference model (KLD over `LORA_KLD_LIMIT`)."
+    bad = [f"{r['form']} is not {rows[0]['form']}: KLD {r['kld']:.6f} > {LORA_KLD_LIMIT}, {r['identical']} of "
+           f"{r['prompts']} answers identical" + (f", first difference at {r['first_difference']}" if r["first_difference"] else "")
+           for r in rows if r["kld"] > LORA_KLD_LIMIT]
+    if bad: raise RuntimeError("; ".join(bad) + ": an adapter not applied, or not as trained")
+    return rows
+
+def parity_markdown(rows:list[dict]) -> str:
+    "The parity table as markdown."
+    show = lambda r, k, digits: "-" if r.get(k) is None else f"{r[k]:.{digits}f}"  # a server gives no logits
+    head = ("| form | identical greedy answers | first difference | KLD | max abs Δlogit | max abs Δ log-prob |\n"
+            "|---|--:|---|--:|--:|--:|\n")
+    return head + "\n".join(f"| {r['form']} | {r['identical']} / {r['prompts']} | {r['first_difference'] or '-'} | "
+                            f"{show(r, 'kld', 6)} | {show(r, 'max_logit_delta', 4)} | {show(r, 'max_logprob_delta', 4)} |"
+                            for r in rows)
 
 # %% ../nbs/40_export.ipynb #c3e0c012
 class GGUFModel(LogitsLM):
@@ -374,13 +460,14 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
               merged:Path, # the merged checkpoint: what base + GGUF LoRA must give
               out:Path, # the export folder
               ec, # `Config.export`: outtype, llama_cpp_src
-              blocks:list|None=None # held-out blocks to check it on (`check_lora_applied`); None: not checked
+              blocks:list|None=None, # held-out blocks to check it on (`check_lora_applied`); None: not checked
+              ref:list|None=None # the merged model's logits on `blocks`, if already computed
              ) -> dict:
     "The adapter as a GGUF LoRA beside the base's GGUF, checked against the merged model: its counts (or why none)."
-    whole = json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save")
-    folder = _local_folder(base)
-    if whole or folder is None:
-        why = f"the adapter trains whole modules {whole} (lora.modules_to_save)" if whole else f"no local folder of {base}"
+    whole, folder = whole_modules(adapter), _local_folder(base)
+    if not ec.lora_gguf or whole or folder is None:
+        why = ("export.lora_gguf is off" if not ec.lora_gguf else
+               f"the adapter trains whole modules {whole} (lora.modules_to_save)" if whole else f"no local folder of {base}")
         print(f"export: no GGUF LoRA: {why}; llama.cpp serves the merged files")
         return dict(skipped=why)
     src = llama_cpp_src(ec.llama_cpp_src)
@@ -388,7 +475,7 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
     base_file = convert_to_gguf(folder, out/f"base-{ec.outtype}.gguf", ec.outtype, src)
     counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size)
     if not blocks: return counts
-    ref = hf_block_logits(merged, blocks)
+    if ref is None: ref = hf_block_logits(merged, blocks)
     base_only = compare_logits(ref, gguf_block_logits(base_file, blocks)[0], blocks)
     with_lora = check_lora_applied(compare_logits(ref, gguf_block_logits(base_file, blocks, lora=lora)[0], blocks), base_only)
     print(f"export: {base_file.name} + {lora.name} ({lora.stat().st_size/2**20:.2f} MiB): KLD {with_lora['kld']:.6f} from "
@@ -396,6 +483,82 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
           + ("" if with_lora["changes"] else "; warning: the adapter hardly changes the base") + ")")
     return dict(counts, kld=with_lora["kld"], top1_agreement=with_lora["top1_agreement"],
                 max_logit_delta=with_lora["max_logit_delta"], base_kld=base_only["kld"], changes=with_lora["changes"])
+
+# %% ../nbs/40_export.ipynb #d98ab888
+def parity_prompts(run, # the run: evaluate/tasks, else tokenize/eval
+                   cfg, # the run's `Config` (`evaluate.local_tasks`)
+                   tok, # the fine-tune's tokenizer
+                   n:int # prompts at most
+                  ) -> list[list[int]]:
+    "Up to `n` held-out prompts as token ids: the evaluate stage's chat questions, else the first halves of held-out blocks."
+    tasks = run.input("evaluate/tasks", missing_ok=True)
+    files = [tasks/f"{t.name}.jsonl" for t in cfg.evaluate.local_tasks if t.chat and t.kind == "generate"] if tasks.exists() else []
+    qs = [json.loads(line)["question"] for f in files if f.exists() for line in f.read_text().splitlines()][:n]
+    if qs: return [LogitsLM(None, tok).tok_encode(q) for q in qs]
+    return [b[:len(b) // 2] for b in held_out_blocks(run, n)]
+
+def answer_logprobs(logits_fn, # ids -> logits
+                    prompt:list[int], # the prompt's ids
+                    answer:list[int] # the answer's ids
+                   ) -> tuple[list[float], list[float]]:
+    """The log-probability of each token of `answer` after `prompt`, and the lead of the top token over the second at
+    each answer position (the stop included): what a server's answer is compared with."""
+    lp = log_softmax(logits_fn(prompt + answer)[len(prompt) - 1:].astype(np.float64))
+    top2 = np.sort(lp, -1)[:, -2:]
+    return ([round(float(x), 6) for x in lp[np.arange(len(answer)), answer]],
+            [round(float(x), 6) for x in top2[:, 1] - top2[:, 0]])
+
+@contextlib.contextmanager
+def model_forms(base:str, # the base model's folder
+                adapter:Path, # the run's adapter
+                merged:Path, # the merged checkpoint
+                gguf:Path, # the merged GGUF of `outtype`
+                lora:Path|None, # the GGUF LoRA, None when the adapter did not convert
+                base_gguf:Path|None, # the base's GGUF it applies to
+                mcfg, # `Config.model`
+                n_ctx:int # llama.cpp's context: the longest prompt + answer
+               ):
+    "{form: ids -> logits} of PEFT, the merged HF model, the merged GGUF and base GGUF + LoRA (float32 where HF)."
+    import llama_cpp, torch
+    from peft import PeftModel
+    mc = mcfg.model_copy(update=dict(dtype="float32"))
+    hf = lambda m: lambda ids: m(torch.tensor([ids])).logits[0].float().numpy()
+    gg = lambda llm: lambda ids: gguf_logits(llm, ids)
+    open_gguf = lambda path, **kw: llama_cpp.Llama(str(path), n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, verbose=False,
+                                                   n_threads=llama_threads(), n_threads_batch=llama_threads(), **kw)
+    with peft_quietly(): peft = PeftModel.from_pretrained(load_model(base, mc, training=False), str(adapter)).eval()
+    llms = {gguf.name: open_gguf(gguf)}
+    if lora: llms[f"{base_gguf.name} + {lora.name}"] = open_gguf(base_gguf, lora_path=str(lora))
+    try:
+        with torch.no_grad():
+            yield {"PEFT": hf(peft), "merged HF": hf(load_model(str(merged), mc, training=False).eval()),
+                   **{name: gg(llm) for name, llm in llms.items()}}
+    finally:
+        for llm in llms.values(): llm.close()
+
+def export_parity(cfg, # the run's config (`export.parity_prompts`)
+                  run, # the run
+                  base:str, # the base model's folder
+                  merged:Path, # the merged checkpoint
+                  gguf:Path, # the merged GGUF of `outtype`
+                  lora:dict, # `lora_gguf`'s counts
+                  out:Path # the export folder: parity.json, parity.md
+                 ) -> list[dict]:
+    "The parity table of every form of the fine-tune on held-out prompts, checked (`check_parity`) and written."
+    tok = load_tokenizer(str(merged))
+    prompts, max_new = parity_prompts(run, cfg, tok, cfg.export.parity_prompts), MAX_GEN_TOKS
+    stops = set(stop_ids(tok, tok.chat_template)) if tok.chat_template and has_markers(tok.chat_template) else set()
+    lora_file, base_file = (out/lora["file"], out/lora["base_file"]) if "file" in lora else (None, None)
+    with model_forms(base, run.input(final_adapter(cfg)), merged, gguf, lora_file, base_file, cfg.model,
+                     max(map(len, prompts)) + max_new + 1) as forms:
+        rows, answers = parity(forms, prompts, tok, max_new, stops)
+        logprobs, leads = zip(*[answer_logprobs(forms["PEFT"], p, a) for p, a in zip(prompts, answers)])
+    (out/"parity.json").write_text(json.dumps(dict(  # what a server's answers are compared with (serve_bench)
+        rows=rows, prompts=prompts, max_new=max_new, stops=sorted(stops), reference="PEFT", answer_ids=answers,
+        answer_logprobs=logprobs, answer_leads=leads, answers=[tok.decode(a) for a in answers]), ensure_ascii=False))
+    (out/"parity.md").write_text(parity_markdown(rows) + "\n")
+    show_table(f"export: parity on {len(prompts)} held-out prompts, against PEFT", parity_markdown(rows))
+    return check_parity(rows)
 
 # %% ../nbs/40_export.ipynb #298ebb27
 def _gguf_files(merged:Path, # the merged checkpoint
@@ -426,10 +589,15 @@ def run_export(cfg, # the run's config
                   files={k: dict(file=f.name, bytes=f.stat().st_size) for k, f in files.items()})
     outputs = [merged, *files.values()]
     blocks = held_out_blocks(run, ec.verify_blocks) if ec.verify_blocks else None
-    counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks)
+    ref = hf_block_logits(merged, blocks, cfg.model) if blocks else None  # the merged model's: every file is judged by it
+    counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks, ref)
     outputs += [out/counts["lora_gguf"][k] for k in ("file", "base_file") if k in counts["lora_gguf"]]
+    if ec.parity_prompts:
+        rows = export_parity(cfg, run, base, merged, files[ec.outtype], counts["lora_gguf"], out)
+        counts["parity"] = {r["form"]: {k: v for k, v in r.items() if k != "form"} for r in rows}
+        outputs += [out/"parity.json", out/"parity.md"]
     if ec.verify_blocks:
-        rows = verify_gguf(files, merged, blocks, cfg.model)
+        rows = verify_gguf(files, merged, blocks, cfg.model, ref)
         outputs += _write_quality(rows, out)
         counts["quality"] = {r["format"]: {k: r[k] for k in QUALITY_FIELDS} for r in rows}
         show_table(f"export: verified on {rows[0]['positions']} held-out positions", quality_markdown(rows))

@@ -16,12 +16,12 @@ from .records import decode_turns
 
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
-           'SP_MIN_COVERAGE', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB', 'MODEL', 'ADAPTERS',
-           'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'load_tokenizer',
-           'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table', 'add_lora',
-           'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement', 'zero_state_bytes',
-           'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory', 'local_model', 'run_model',
-           'base_model_path', 'final_adapter']
+           'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB',
+           'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'pretrain',
+           'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table',
+           'add_lora', 'whole_modules', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
+           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory',
+           'local_model', 'run_model', 'base_model_path', 'final_adapter']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -114,9 +114,10 @@ def _llama_config(tcfg, vocab_size:int):
 def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
                      out_dir:Path, # folder the checkpoint is saved in
                      tcfg, # `Config.model.tiny`: vocabulary size, character coverage and shape
-                     seed:int=0 # seed of the random weights
+                     seed:int=0, # seed of the random weights
+                     pretrain_texts:list[str]|None=None # what `tcfg.pretrain_steps` train it on (default: `texts`)
                     ) -> Path:
-    "Train a tokenizer on `texts`, random-init a small Llama, save both to `out_dir` like a hub checkpoint."
+    "Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a hub checkpoint."
     from transformers import LlamaForCausalLM
     out_dir = Path(out_dir)
     tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage)
@@ -124,12 +125,46 @@ def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
     model = LlamaForCausalLM(_llama_config(tcfg, len(tok)))
     # generation stops at </s> (plain text) and at <|im_end|> (an answer)
     model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids(CHAT_TOKENS[1])]
+    if tcfg.pretrain_steps:
+        losses = pretrain(model, tok, texts if pretrain_texts is None else pretrain_texts, tcfg.pretrain_steps,
+                          tcfg.pretrain_lr, min(PRETRAIN_BLOCK, tcfg.max_position_embeddings), seed=seed)
+        (out_dir/"pretrain.json").write_text(json.dumps(dict(steps=len(losses), lr=tcfg.pretrain_lr, losses=losses)))
     model.save_pretrained(out_dir)
     save_tokenizer(tok, out_dir)
     # save_pretrained does not write the SentencePiece model; llama.cpp's converter needs it
     shutil.copy(out_dir/"_sp"/"tokenizer.model", out_dir/"tokenizer.model")
     shutil.rmtree(out_dir/"_sp")
     return out_dir
+
+# %% ../nbs/20_model.ipynb #ef6e8fa7
+PRETRAIN_BLOCK = 128  # tokens per pretraining block (the demo's tokenize.max_length), at most the model's positions
+
+def pretrain(model, # a causal LM, trained in place
+             tok, # its tokenizer
+             texts:list[str], # the corpus
+             steps:int, # optimizer steps
+             lr:float=1e-3, # peak learning rate (cosine decay to a tenth)
+             block:int=128, # tokens per block
+             batch:int=8, # blocks per step
+             seed:int=0 # which blocks, in which order
+            ) -> list[float]:
+    "Train `model` whole on `texts` (causal LM over packed blocks) for `steps` steps: the loss of each step."
+    from tqdm.auto import tqdm
+    ids = torch.tensor([i for t in texts for i in tok(t).input_ids + [tok.eos_token_id]])
+    blocks = ids[:len(ids) // block * block].view(-1, block)
+    if not len(blocks): raise ConfigError(f"model.tiny.pretrain_steps: {len(ids)} tokens of text, less than a block of {block}")
+    g, opt = torch.Generator().manual_seed(seed), torch.optim.AdamW(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.45 * (1 + math.cos(math.pi * s / steps)))
+    model.train()
+    losses = []
+    for _ in tqdm(range(steps), desc="pretrain"):
+        x = blocks[torch.randint(len(blocks), (batch,), generator=g)]
+        loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        opt.step(), sched.step(), opt.zero_grad()
+        losses.append(round(loss.item(), 4))
+    model.eval()
+    return losses
 
 # %% ../nbs/20_model.ipynb #ddc79613
 def load_tokenizer(name_or_path:str, # a model folder or hub id
@@ -230,6 +265,12 @@ def add_lora(model, # a causal LM
         with peft_quietly(): return get_peft_model(model, lc)
     except ValueError as e:  # peft: "Target modules {...} not found in the base model"
         raise ConfigError(f"lora.target_modules={s['target_modules']}: {str(e).splitlines()[0]}") from None
+
+# %% ../nbs/20_model.ipynb #af067195
+def whole_modules(adapter:Path # a saved PEFT adapter folder
+                 ) -> list[str]:
+    "The modules `adapter` holds whole beside its low-rank pairs (peft's `modules_to_save`), `[]` for a pure LoRA."
+    return json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save") or []
 
 # %% ../nbs/20_model.ipynb #c7e1a020
 def lora_counts(conf, # the base model's `PretrainedConfig`
@@ -378,11 +419,14 @@ def _lora_info(conf, cfg) -> dict:
                 memory_gib=launch_memory(conf, n, cfg))
 
 # %% ../nbs/20_model.ipynb #5ae63268
-def _clean_texts(src:Path) -> list[str]:
-    "The texts of the clean stage's parquet file (a conversation's turns, one per line); a ConfigError when there are none."
+def _clean_texts(src:Path, # the clean stage's parquet file
+                 conversations:bool=True # also conversations (their turns, one per line)
+                ) -> list[str]:
+    "The texts of the clean stage's parquet file; a ConfigError when there are none."
     import pyarrow.parquet as pq
     texts = [t if (turns := decode_turns(t)) is None else "\n".join(x["content"] for x in turns)
-             for t in pq.read_table(src, columns=["text"]).column("text").to_pylist()]
+             for t in pq.read_table(src, columns=["text"]).column("text").to_pylist()
+             if conversations or decode_turns(t) is None]
     if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
                                          f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
@@ -401,9 +445,13 @@ def run_model(cfg, run) -> dict:
     mc, out = cfg.model, run.stage_dir("model")
     tiny = mc.name_or_path == "tiny"
     src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
-    path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed)) if tiny else mc.name_or_path
+    path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed,
+                                _clean_texts(src, conversations=False))) if tiny else mc.name_or_path
     conf = _model_config(path, mc)
     info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
+    if tiny and mc.tiny.pretrain_steps:
+        p = read_json(out/"base"/"pretrain.json")
+        info["pretrain"] = dict(steps=p["steps"], loss_first=p["losses"][0], loss_last=p["losses"][-1])
     (out/"model.json").write_text(json.dumps(info, indent=2))
     extra = ("path", "lora", "memory_gib")  # settings and estimates go to the report, counts to the manifest too
     run.record("model", outputs=[out],

@@ -10,7 +10,7 @@ import httpx
 from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
-from .model import base_model_path, final_adapter
+from .model import base_model_path, final_adapter, whole_modules
 from .export import LLAMA_CPP_VERSION, cache_dir, llama_threads
 
 # %% auto #0
@@ -189,12 +189,11 @@ def lora_rank(folder:Path, # a LoRA adapter folder
     "The adapter's rank; a `ConfigError` if it is missing or vLLM cannot serve it as a LoRA (whole modules saved)."
     conf = Path(folder)/"adapter_config.json"
     if not conf.exists(): raise ConfigError(f"{where}: no LoRA adapter in {folder}")
-    c = json.loads(conf.read_text())
-    if c.get("modules_to_save"):  # vLLM's PEFTHelper refuses them
-        raise ConfigError(f"{where}: the adapter in {folder} trains whole modules ({', '.join(c['modules_to_save'])}, "
+    if whole := whole_modules(folder):  # vLLM's PEFTHelper refuses them
+        raise ConfigError(f"{where}: the adapter in {folder} trains whole modules ({', '.join(whole)}, "
                           f"lora.modules_to_save), which vLLM cannot serve as a LoRA: set serve.lora: false and "
                           f"serve.model: merged")
-    return c["r"]
+    return json.loads(conf.read_text())["r"]
 
 def _more_loras(cfg, run) -> tuple[dict, int]:
     "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."

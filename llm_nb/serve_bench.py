@@ -4,19 +4,23 @@
 
 # %% ../nbs/44_serve_bench.ipynb #sb000005
 from __future__ import annotations
-import time
+import json, time
 from pathlib import Path
 from .config import Config, load_config
-from .model import ADAPTERS
+from .model import ADAPTERS, load_tokenizer
 from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_python
 from .bench import run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
+from .export import first_difference, parity_markdown
 
 # %% auto #0
-__all__ = ['SERVE_BENCH', 'COMPARED_KEYS', 'run_serve_bench', 'compare_engines', 'lora_cost']
+__all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'served_parity',
+           'served_row', 'write_parity', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
+BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
+
 SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", *ADAPTERS, "train/series.jsonl",
                                           "evaluate/tasks"),  # the chat tasks, asked of each server
                     writes=("serve", "bench", "monitor"), entry="serve",  # the manifest: serve, bench, compare
@@ -31,14 +35,87 @@ def run_serve_bench(cfg, run) -> dict:
         startup = time.perf_counter() - t0
         with watchdog_running(cfg, run, server) as wd, watch_server(cfg, run, server, wd):  # as `monitor` says
             res = run_bench(cfg, run, server)
+        row = served_row(cfg, run, server, f"{server.engine} " + ("+ adapter" if cfg.serve.lora else cfg.serve.model))
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode) | ({"watchdog_restarts": wd.restarts} if wd else {})
     if cfg.serve.lora: counts["lora_cost"] = lora_cost(cfg, run, res)  # the same load on the base alone
-    base_alone = [run.stage_dir("bench")/"base-alone"/"results.json"] if cfg.serve.lora else []
-    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path, *base_alone],
+    if row: counts["parity"] = row
+    base_alone = [run.stage_dir("bench")/BASE_ALONE/"results.json"] if cfg.serve.lora else []
+    rows = [row] if row else []  # bench/parity.md: written once, by compare when it runs
+    parity = [] if cfg.serve.compare else [p for p in [write_parity(run, rows)] if p]
+    run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path, *base_alone, *parity],
                counts=counts)
-    if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res})
+    if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res}, rows)
     return res
+
+# %% ../nbs/44_serve_bench.ipynb #39731dc9
+def served_answer(server, # a started `Server` (vLLM: its completions API's extras)
+                  model:str, # the served name to ask
+                  prompt:list[int], # the prompt's token ids
+                  max_new:int, # tokens at most
+                  stops:list[int] # token ids that end the answer (EOS among them)
+                 ) -> tuple[list[int], list[float]]:
+    "The server's greedy answer to `prompt`: its token ids (a final stop token dropped) and their log-probabilities."
+    import httpx
+    body = dict(model=model, prompt=prompt, max_tokens=max_new, temperature=0, logprobs=1, stop_token_ids=stops,
+                return_tokens_as_token_ids=True, skip_special_tokens=False)
+    r = httpx.post(server.base_url + "/v1/completions", json=body, headers=server.headers, timeout=300)
+    r.raise_for_status()
+    lp = r.json()["choices"][0]["logprobs"]
+    ids = [int(t.removeprefix("token_id:")) for t in lp["tokens"]]
+    if ids and ids[-1] in stops: ids = ids[:-1]
+    return ids, lp["token_logprobs"][:len(ids)]
+
+# %% ../nbs/44_serve_bench.ipynb #7c7f3637
+def _agreeing_gaps(a:list[int], la:list[float], b:list[int], lb:list[float]) -> list[float]:
+    "|Δ log-probability| of each token two answers share, up to where they part."
+    out = []
+    for s, t, x, y in zip(a, b, la, lb):
+        if s != t: break
+        out.append(abs(x - y))
+    return out
+
+def served_parity(server, # a started `Server` serving the fine-tune
+                  model:str, # the served name to ask
+                  parity_file:Path, # the export stage's parity.json: prompts, the reference's answers
+                  tok, # the fine-tune's tokenizer (EOS; the differing tokens' text)
+                  label:str # the form's name in the table
+                 ) -> dict:
+    "The served model's greedy answers to export's parity prompts against the reference's: a row of the parity table."
+    p = json.loads(Path(parity_file).read_text())
+    stops = sorted(set(p["stops"]) | {tok.eos_token_id})
+    got = [served_answer(server, model, q, p["max_new"], stops) for q in p["prompts"]]
+    diffs = [(i, d) for i, (a, (b, _)) in enumerate(zip(p["answer_ids"], got)) if (d := first_difference(a, b, tok))]
+    gap = [g for a, (b, lps), ref in zip(p["answer_ids"], got, p["answer_logprobs"]) for g in _agreeing_gaps(a, ref, b, lps)]
+    rounding, first, tie = max(gap, default=0.0), "", None
+    if diffs:  # near-tie: the reference's lead there within how far the server's log-probabilities move elsewhere
+        i, (j, x, y) = diffs[0]
+        lead = p["answer_leads"][i][j]
+        tie = lead <= rounding
+        first = (f"question {i}, token {j}: {x} vs {y} ({'a near-tie' if tie else 'not a tie'}: {p['reference']}'s "
+                 f"lead {lead:.4f}, rounding elsewhere up to {rounding:.4f})")
+    return dict(form=label, identical=len(got) - len(diffs), prompts=len(got), first_difference=first, near_tie=tie,
+                kld=None, max_logit_delta=None, max_logprob_delta=rounding)
+
+PARITY = "export/parity.json"  # the export stage's table and prompts
+
+def served_row(cfg:Config, run:Run, server, label:str) -> dict|None:
+    "`served_parity` of a vLLM server when the export stage wrote a parity table; None otherwise (said why)."
+    if server.engine != "vllm" or not (f := run.input(PARITY, missing_ok=True)).exists():
+        why = "export.parity_prompts is 0" if server.engine == "vllm" else "the server gives no token ids (vLLM does)"
+        return print(f"serve: {label} not compared with PEFT: {why}")
+    row = served_parity(server, cfg.serve.served_name, f, load_tokenizer(str(run.input("export/merged"))), label)
+    print(f"serve: {label} against PEFT: {row['identical']} of {row['prompts']} greedy answers identical"
+          + (f", first difference at {row['first_difference']}" if row["first_difference"] else "")
+          + f"; max |Δ log-prob| {row['max_logprob_delta']:.4f} while they agree")
+    return row
+
+def write_parity(run:Run, rows:list[dict]) -> Path|None:
+    "bench/parity.md: the export stage's parity rows, then the served ones; None when no server was compared."
+    if not rows: return None
+    table = parity_markdown(json.loads(run.input(PARITY).read_text())["rows"] + rows)
+    (p := run.stage_dir("bench")/"parity.md").write_text(table + "\n")
+    return p
 
 # %% ../nbs/44_serve_bench.ipynb #3249b226
 def _engine_cfg(cfg:Config, engine:str) -> Config:
@@ -52,10 +129,11 @@ COMPARED_KEYS = ("completed", "failed", "output_throughput", "request_goodput") 
 
 def compare_engines(cfg:Config, # the run's config (`serve.compare` names the engines)
                     run:Run, # a run through the export stage
-                    results:dict # {label: summary} already measured, e.g. the main engine's
+                    results:dict, # {label: summary} already measured, e.g. the main engine's
+                    parity:list|None=None # served parity rows so far (`served_row`): vLLM's added, bench/parity.md written
                    ) -> dict:
     "Benchmark `serve.compare`'s engines on the run's prompts; write bench/compare.{md,png}; record `compare`."
-    results, skipped, out = dict(results), {}, run.stage_dir("bench")
+    results, skipped, out, parity = dict(results), {}, run.stage_dir("bench"), list(parity or [])
     for engine in cfg.serve.compare:
         if any(label.split()[0] == engine for label in results): continue  # measured already (the main engine)
         if engine == "vllm" and vllm_python() is None:
@@ -64,14 +142,17 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
             continue
         ecfg = _engine_cfg(cfg, engine)
         with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
-            results[f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
+            results[label := f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
+            if row := served_row(ecfg, run, server, label): parity.append(row)
     (out/"compare.md").write_text(compare_table(results) + "\n")
     print(compare_table(results))
     plot_compare(results, out/"compare.png", "same prompts, same model, each engine")
     counts = {label: {k: m[k] for k in COMPARED_KEYS} | dict(ttft_ms=m["ttft_ms"]["median"],
               tpot_ms=m["tpot_ms"]["median"], itl_ms=m["itl_ms"]["median"], e2el_ms=m["e2el_ms"]["median"])
               | ({"answers": m["answers"]} if "answers" in m else {}) for label, m in results.items()}
-    run.record("compare", outputs=[out/"compare.md", out/"compare.png"], counts=counts, result=dict(skipped=skipped))
+    if p := write_parity(run, parity): counts["parity"] = {r["form"]: r for r in parity}
+    run.record("compare", outputs=[out/"compare.md", out/"compare.png", *([p] if p else [])], counts=counts,
+               result=dict(skipped=skipped))
     return results
 
 # %% ../nbs/44_serve_bench.ipynb #7aac3216
@@ -81,7 +162,7 @@ def lora_cost(cfg:Config, # the run's config, with `serve.lora`
              ) -> dict:
     "The base alone served and loaded the same way: the adapter's server's throughput, TTFT and TPOT over its."
     with serve_exported(cfg, run, adapter=False).start(cfg.serve.startup_timeout) as server:
-        base = bench_server(cfg, run, server, run.stage_dir("bench")/"base-alone", table=False, answers=False)
+        base = bench_server(cfg, run, server, run.stage_dir("bench")/BASE_ALONE, table=False, answers=False)
     ratio = lambda a, b: a / b if b else None
     cost = dict(output_throughput_ratio=ratio(with_adapter["output_throughput"], base["output_throughput"]),
                 ttft_ratio=ratio(with_adapter["ttft_ms"]["median"], base["ttft_ms"]["median"]),

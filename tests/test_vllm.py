@@ -63,6 +63,22 @@ def test_vllm_two_adapters_per_request(vllm_server):
     assert first != second, (first, second)
     assert answer("model") == first  # greedy: the same adapter gives the same answer again
 
+def test_vllm_with_the_adapter_answers_as_peft(vllm_server):
+    """The export stage's parity prompts, as token ids, asked of vLLM with the run's adapter: PEFT's greedy answers,
+    or parted only where PEFT's top two tokens nearly tie; the base it serves beside (the adapter not applied) is
+    told apart by its log-probabilities."""
+    cfg, run, server = vllm_server
+    from llm_nb.model import load_tokenizer
+    from llm_nb.serve_bench import served_parity, served_row
+    row = served_row(cfg, run, server, "vllm + adapter")
+    print(row)
+    assert row["prompts"] == 8 and (row["identical"] == 8 or row["near_tie"]), row  # parted only at a near-tie
+    assert row["max_logprob_delta"] < 0.05, row
+    tok = load_tokenizer(str(run.dir/"export"/"merged"))
+    base = served_parity(server, "model-base", run.dir/"export"/"parity.json", tok, "vllm, base alone")
+    print(base)
+    assert base["identical"] < base["prompts"] and base["near_tie"] is False, base  # parted where no rounding reaches
+
 def test_vllm_renders_a_conversation_as_training_did(vllm_server):
     "vLLM's /tokenize of a conversation (its chat path: the tokenizer's template) gives the training ids."
     cfg, run, server = vllm_server
