@@ -427,6 +427,9 @@ def _clean_texts(src:Path, # the clean stage's parquet file
     texts = [t if (turns := decode_turns(t)) is None else "\n".join(x["content"] for x in turns)
              for t in pq.read_table(src, columns=["text"]).column("text").to_pylist()
              if conversations or decode_turns(t) is None]
+    if not any(texts) and not conversations:
+        raise ConfigError(f"model.tiny.pretrain_steps: {src} holds no plain text to pretrain the tiny model on (its "
+                          "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, or add a source of plain text")
     if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
                                          f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
@@ -445,8 +448,8 @@ def run_model(cfg, run) -> dict:
     mc, out = cfg.model, run.stage_dir("model")
     tiny = mc.name_or_path == "tiny"
     src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
-    path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed,
-                                _clean_texts(src, conversations=False))) if tiny else mc.name_or_path
+    plain = _clean_texts(src, conversations=False) if tiny and mc.tiny.pretrain_steps else None  # not conversations
+    path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed, plain)) if tiny else mc.name_or_path
     conf = _model_config(path, mc)
     info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
     if tiny and mc.tiny.pretrain_steps:
