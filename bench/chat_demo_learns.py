@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="training steps (default: the demo config's)")
     ap.add_argument("--pretrain-steps", type=int, default=0, help="model.tiny.pretrain_steps (default 0: a random base)")
     ap.add_argument("--show", type=int, default=4, help="answers printed per contender")
+    ap.add_argument("--r", type=int, default=0, help="lora.r of every contender, alpha 2r (default: the demo's)")
     add_smoke_arg(ap, "SMOKE_RUN's model, 20 instructions and 4 held-out questions, 4 steps")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -61,6 +62,7 @@ def main():
     if a.smoke: ov |= {**SMOKE_RUN, "synth.n_instructions": 20, "synth.n_heldout_instructions": 4, "train.max_steps": 4}
     if a.steps: ov["train.max_steps"] = a.steps
     if a.pretrain_steps: ov["model.tiny.pretrain_steps"] = a.pretrain_steps
+    if a.r: ov |= {"lora.r": a.r, "lora.alpha": 2 * a.r}
     t = time.perf_counter()
     run = run_until("train", **ov)
     held = [json.loads(l) for l in (run.dir/"synth"/"chat"/"heldout.jsonl").read_text().splitlines() if l.strip()]
@@ -69,14 +71,18 @@ def main():
           f"{run.cfg.train.max_steps} steps at learning rate {run.cfg.train.learning_rate:g}, "
           f"on a base pretrained for {run.cfg.model.tiny.pretrain_steps} steps")
     res = {}
-    for name, whole in (("base", None), ("adapter alone", []), ("adapter + embeddings and head", WHOLE)):
+    # (a LoRA on the head instead of the whole head, which llama.cpp's converter would take, is refused by TRL 1.16's
+    # SFTTrainer: its loss reads lm_head.weight directly, so such an adapter would never train)
+    contenders = (("base", None), ("adapter alone", {"lora.modules_to_save": []}),
+                  ("adapter + embeddings and head", {"lora.modules_to_save": WHOLE}))
+    for name, change in contenders:
         t = time.perf_counter()
-        if whole is None:
+        if change is None:
             from llm_nb.model import load_tokenizer
             tok = load_tokenizer(str(run.dir/"tokenize"/"tokenizer"))
             model = load_model(base_model_path(run), run.cfg.model, training=False)
         else:
-            cfg = load_config(run.cfg.model_dump(), **{"lora.modules_to_save": whole})
+            cfg = load_config(run.cfg.model_dump(), **change)
             trainer = build_trainer(cfg, run, run.stage_dir("train"))
             trainer.train()
             model, tok = trainer.model.eval(), trainer.processing_class

@@ -506,6 +506,10 @@ class ExportCfg(Section):
     llama_cpp_src: str = ""  # llama.cpp source with convert_hf_to_gguf.py; empty = the one tools/install.sh cached
     verify_blocks: int = Field(8, ge=0)  # held-out blocks on which each file is compared with the HF model; 0 = skip
     lm_eval: bool = True  # run the evaluate stage's lm-eval tasks on each GGUF file, beside base and fine-tuned
+    # each k-quant of `quants` also with an importance matrix: llama-imatrix on the `outtype` file over this many
+    # chunks (512 tokens, or less for a short context) of the run's training split, then model-<quant>-imatrix.gguf
+    # beside model-<quant>.gguf, both verified; 0 = none (llama.cpp's advice: about 100 chunks)
+    imatrix_chunks: int = Field(100, ge=0)
     # also write the adapter as a GGUF LoRA and the base as a GGUF of `outtype` beside it (serve.lora on llama-server);
     # the base file is as large as the merged one (14 GB more for a 7B model at f16)
     lora_gguf: bool = True

@@ -15,14 +15,15 @@ from .env import peft_quietly
 from .chat import has_markers, stop_ids
 
 # %% auto #0
-__all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR',
-           'LORA_KLD_LIMIT', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter',
-           'run_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'kquant_warnings',
-           'next_token_stats', 'held_out_blocks', 'llama_threads', 'gguf_logits', 'hf_block_logits',
-           'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
-           'convert_lora_to_gguf', 'check_lora_applied', 'first_difference', 'tie_at', 'parting', 'parity',
-           'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf',
-           'parity_prompts', 'answer_logprobs', 'model_forms', 'export_parity', 'run_export']
+__all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI',
+           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'PARITY_JSON', 'EXPORT', 'cache_dir',
+           'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'llama_threads',
+           'quantize_gguf', 'kquant_warnings', 'llama_tool', 'run_tool', 'calibration_text', 'compute_imatrix',
+           'next_token_stats', 'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits',
+           'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality', 'convert_lora_to_gguf',
+           'check_lora_applied', 'difference_words', 'tie_at', 'parting', 'parity', 'check_parity', 'parity_markdown',
+           'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf', 'parity_prompts', 'answer_logprobs',
+           'model_forms', 'export_parity', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -97,6 +98,12 @@ def bits_per_weight(nbytes:int, # size of the file(s)
     return round(nbytes * 8 / n_params, 2)
 
 # %% ../nbs/40_export.ipynb #b1d57be8
+def llama_threads(threads:int=0 # threads asked for; 0 = the default
+                 ) -> int:
+    "Threads for llama.cpp (one token and a batch alike): `threads`, else `$OMP_NUM_THREADS`, else every core."
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return threads or (int(omp) if omp.isdigit() else 0) or os.cpu_count() or 1
+
 QUANT_FTYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
                 "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M", "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
                 "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K"}  # config name -> llama_cpp ftype constant
@@ -105,9 +112,14 @@ def quantize_gguf(src_file:Path, # the GGUF to quantize (the converter's f16/bf1
                   out_file:Path, # the quantized GGUF to write
                   quant:str="q8_0", # a key of `QUANT_FTYPES`
                   threads:int=0, # 0 = llama.cpp's default
-                  verbose:bool=False # show llama.cpp's log (the loader's and quantizer's lines for every tensor)
+                  verbose:bool=False, # show llama.cpp's log (the loader's and quantizer's lines for every tensor)
+                  imatrix:Path|None=None # an importance matrix (`compute_imatrix`) to weigh the rounding by
                  ) -> Path:
-    "Quantize a GGUF file with llama.cpp's `llama_model_quantize`."
+    "Quantize a GGUF file with llama.cpp's `llama_model_quantize` (with an importance matrix: its `llama-quantize`)."
+    if imatrix:  # the binding's `imatrix` field is a pointer to a C++ map: llama-quantize reads the file itself
+        run_tool([llama_tool("llama-quantize"), "--imatrix", imatrix, src_file, out_file, quant.upper(),
+                  llama_threads(threads)], verbose)
+        return out_file
     import logging, llama_cpp
     logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)  # its log callback's
     p = llama_cpp.llama_model_quantize_default_params()
@@ -129,6 +141,61 @@ def kquant_warnings(config:dict, # the model's config.json
     return [f"{k}={config[k]} is not a multiple of {KQUANT_BLOCK}: k-quants fall back to another type for those tensors"
             for k in ("hidden_size", "intermediate_size") if k in config and config[k] % KQUANT_BLOCK]
 
+# %% ../nbs/40_export.ipynb #8171f55d
+def llama_tool(name:str, # a llama.cpp program: llama-server, llama-imatrix, llama-quantize
+               configured:str="" # its path, overriding the cached build
+              ) -> Path:
+    "A llama.cpp program: `configured`, or the one `tools/build_llama_server.sh` built from the pinned source."
+    if configured: p = Path(configured).expanduser()
+    else:
+        hits = sorted((cache_dir()/"bin").glob(f"llama-server-{LLAMA_CPP_VERSION}-*/{name}"))
+        p = hits[-1] if hits else cache_dir()/"bin"/f"llama-server-{LLAMA_CPP_VERSION}-<flags>"/name
+    if not p.is_file():
+        raise FileNotFoundError(f"no {name} at {p}: run `bash tools/build_llama_server.sh` (tools/install.sh does)")
+    return p
+
+def run_tool(cmd:list, # the program and its arguments
+             verbose:bool=False # show its output (a line per tensor) instead of keeping it for an error
+            ) -> None:
+    "Run a llama.cpp program; a RuntimeError with the last lines of its output when it fails."
+    r = subprocess.run([str(c) for c in cmd], stdout=None if verbose else subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, errors="replace")
+    if r.returncode:
+        tail = "\n".join((r.stdout or "").splitlines()[-15:])
+        raise RuntimeError(f"{Path(cmd[0]).name} failed with {r.returncode}: {' '.join(map(str, cmd[1:]))}\n{tail}")
+
+# %% ../nbs/40_export.ipynb #a25cbc41
+IMATRIX_CTX = 512  # tokens per calibration chunk (llama-imatrix's default), at most the model's context
+
+def calibration_text(run, # the run: its tokenize/train blocks
+                     tok, # the tokenizer that decodes them
+                     path:Path, # the text file to write
+                     tokens:int # write about this many tokens, or all the split holds
+                    ) -> int:
+    "The run's training blocks decoded with their special tokens into `path`: how many tokens it holds."
+    from datasets import load_from_disk
+    ds, n = load_from_disk(str(run.input("tokenize/train"))).select_columns(["input_ids"]), 0
+    with open(path, "w") as f:
+        for row in ds:
+            if n >= tokens: break
+            ids = [t for t in row["input_ids"] if t != tok.pad_token_id]
+            f.write(tok.decode(ids, skip_special_tokens=False) + "\n")
+            n += len(ids)
+    return n
+
+def compute_imatrix(gguf:Path, # the model to calibrate: the unquantized file of the model to quantize
+                    text:Path, # calibration text (`calibration_text`)
+                    out_file:Path, # the imatrix GGUF to write
+                    ctx:int=IMATRIX_CTX, # tokens per chunk
+                    chunks:int=-1, # chunks at most; -1 = as many as the text holds
+                    threads:int=0, # 0 = `llama_threads()`
+                    verbose:bool=False # show llama-imatrix's output
+                   ) -> Path:
+    "llama-imatrix over `text` with the model in `gguf`: how much each matrix's columns matter, for `quantize_gguf`."
+    run_tool([llama_tool("llama-imatrix"), "-m", gguf, "-f", text, "-o", out_file, "-c", ctx, "--chunks", chunks,
+              "-t", llama_threads(threads), "--parse-special", "--no-ppl"], verbose)
+    return out_file
+
 # %% ../nbs/40_export.ipynb #1d875e1a
 def next_token_stats(logits:np.ndarray, # (positions, vocab) logits of one block
                      ids # the block's token ids
@@ -147,12 +214,6 @@ def held_out_blocks(run, # the run whose tokenize/eval split to read
     return [list(b) for b in ds.select(range(min(n, len(ds))))["input_ids"]]
 
 # %% ../nbs/40_export.ipynb #c3e0c010
-def llama_threads(threads:int=0 # threads asked for; 0 = the default
-                 ) -> int:
-    "Threads for llama.cpp (one token and a batch alike): `threads`, else `$OMP_NUM_THREADS`, else every core."
-    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    return threads or (int(omp) if omp.isdigit() else 0) or os.cpu_count() or 1
-
 def gguf_logits(llm, # a `llama_cpp.Llama` made with `logits_all=True`
                 ids:list[int] # token ids, at most its context length
                ) -> np.ndarray:
@@ -294,28 +355,28 @@ def check_lora_applied(with_lora:dict, # `compare_logits` of the merged model ag
     return dict(with_lora, changes=base_only["kld"] > LORA_KLD_LIMIT)
 
 # %% ../nbs/40_export.ipynb #435720e9
-def first_difference(a:list[int], # the reference's answer (token ids)
-                      b:list[int], # the form's
-                      tok # decodes the two tokens
-                     ) -> tuple[int, str, str]|None:
-    "(position, reference token, form token) where two greedy answers part (`<end>` for an answer that ended), or None."
-    if a == b: return None
-    j = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    show = lambda ids: repr(tok.decode([ids[j]])) if j < len(ids) else "<end>"
-    return j, show(a), show(b)
+def difference_words(i:int, j:int, # the question and the answer position where a form parts from the reference
+                     mine:str, theirs:str, # the two tokens there, as shown
+                     reference:str, # the reference form's name
+                     lead:float, # the reference's lead of its token over the form's there
+                     rounding:float # how far the form moves from the reference everywhere else
+                    ) -> tuple[str, bool]:
+    "A first difference in words, and whether it is a near-tie (the lead within the rounding): one sentence for every table."
+    tie = lead <= rounding
+    return (f"question {i}, token {j}: {mine} vs {theirs} ({'a near-tie' if tie else 'not a tie'}: {reference}'s "
+            f"lead {lead:.4f}, rounding elsewhere up to {rounding:.4f})"), tie
 
 def tie_at(ref:list[np.ndarray], # the reference's logits at each answer position, per prompt
            test:list[np.ndarray], # the form's, on the same tokens
            i:int, j:int # the prompt and the answer position where the two answers part
           ) -> dict:
-    """Whether the parting is a near-tie: the reference's lead of its token over the form's there (`margin`) within
-    how far the form's logits move from the reference's at every other position (`rounding`)."""
+    """What measures a parting: the reference's lead of its token over the form's there (`lead`), and how far the
+    form's logits move from the reference's at every other position (`rounding`); a lead within it is a near-tie."""
     r, t = ref[i][j], test[i][j]
     a, b = int(r.argmax()), int(t.argmax())
     moved = [np.abs(x - y).max(-1) for x, y in zip(ref, test)]
     moved[i] = np.delete(moved[i], j)  # not where they part: there the logits moved at least half the margin
-    margin, rounding = float(r[a] - r[b]), float(np.concatenate(moved).max(initial=0.0))
-    return dict(margin=margin, rounding=rounding, near_tie=margin <= rounding)
+    return dict(lead=float(r[a] - r[b]), rounding=float(np.concatenate(moved).max(initial=0.0)))
 
 def parting(answer:list[int], # the reference's greedy answer
             logits:np.ndarray, # a form's logits at the answer's positions, on the same tokens (one row more: the stop)
@@ -346,16 +407,14 @@ def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first i
         test = ref if name == ref_name else [f(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]
         kl = np.concatenate([(np.exp(lr := log_softmax(r)) * (lr - log_softmax(t))).sum(-1) for r, t in zip(ref, test)])
         parts = [(i, j) for i, (a, t) in enumerate(zip(answers, test)) if (j := parting(a, t, stops, max_new)) is not None]
-        first, tie = "", {}
+        first, near_tie = "", None
         if parts:
             i, j = parts[0]
-            tie = tie_at(ref, test, i, j)
             mine = answers[i][j] if j < len(answers[i]) else int(ref[i][j].argmax())
-            first = (f"question {i}, token {j}: {show(mine)} vs {show(int(test[i][j].argmax()))} "
-                     f"({'a near-tie' if tie['near_tie'] else 'not a tie'}: {ref_name}'s lead {tie['margin']:.4f}, "
-                     f"rounding elsewhere up to {tie['rounding']:.4f})")
+            first, near_tie = difference_words(i, j, show(mine), show(int(test[i][j].argmax())), ref_name,
+                                               **tie_at(ref, test, i, j))
         rows.append(dict(form=name, identical=len(prompts) - len(parts), prompts=len(prompts), first_difference=first,
-                         near_tie=tie.get("near_tie"), kld=max(float(kl.mean()), 0.0),
+                         near_tie=near_tie, kld=max(float(kl.mean()), 0.0),
                          max_logit_delta=max(float(np.abs(r - t).max()) for r, t in zip(ref, test))))
     return rows, answers
 
@@ -536,6 +595,8 @@ def model_forms(base:str, # the base model's folder
     finally:
         for llm in llms.values(): llm.close()
 
+PARITY_JSON = "parity.json"  # in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
+
 def export_parity(cfg, # the run's config (`export.parity_prompts`)
                   run, # the run
                   base:str, # the base model's folder
@@ -553,7 +614,7 @@ def export_parity(cfg, # the run's config (`export.parity_prompts`)
                      max(map(len, prompts)) + max_new + 1) as forms:
         rows, answers = parity(forms, prompts, tok, max_new, stops)
         logprobs, leads = zip(*[answer_logprobs(forms["PEFT"], p, a) for p, a in zip(prompts, answers)])
-    (out/"parity.json").write_text(json.dumps(dict(  # what a server's answers are compared with (serve_bench)
+    (out/PARITY_JSON).write_text(json.dumps(dict(  # what a server's answers are compared with (serve_bench)
         rows=rows, prompts=prompts, max_new=max_new, stops=sorted(stops), reference="PEFT", answer_ids=answers,
         answer_logprobs=logprobs, answer_leads=leads, answers=[tok.decode(a) for a in answers]), ensure_ascii=False))
     (out/"parity.md").write_text(parity_markdown(rows) + "\n")
@@ -561,33 +622,55 @@ def export_parity(cfg, # the run's config (`export.parity_prompts`)
     return check_parity(rows)
 
 # %% ../nbs/40_export.ipynb #298ebb27
+def _imatrix(run, # the run: its training split
+             merged:Path, # the merged checkpoint (its tokenizer and context)
+             gguf:Path, # its unquantized GGUF
+             out:Path, # the export folder
+             ec # `Config.export`
+            ) -> dict:
+    "The merged model's importance matrix over the run's training text (`ec.imatrix_chunks`): its files and sizes."
+    ctx = min(IMATRIX_CTX, json.loads((merged/"config.json").read_text()).get("max_position_embeddings", IMATRIX_CTX))
+    tokens = calibration_text(run, load_tokenizer(str(merged)), out/"calibration.txt", ec.imatrix_chunks * ctx)
+    ctx = min(ctx, tokens // 3)  # two chunks at least, with room for the decoded text tokenizing a little shorter
+    compute_imatrix(gguf, out/"calibration.txt", out/"imatrix.gguf", ctx, ec.imatrix_chunks, verbose=ec.verbose)
+    print(f"export: importance matrix over {min(tokens // ctx, ec.imatrix_chunks)} chunks of {ctx} tokens of the training split")
+    return dict(file="imatrix.gguf", text="calibration.txt", tokens=tokens, ctx=ctx)
+
 def _gguf_files(merged:Path, # the merged checkpoint
                 out:Path, # the export folder
-                ec # `Config.export`
-               ) -> dict:
-    "The converter's `outtype` file, then each of `ec.quants` quantized from it: {format: path}."
+                ec, # `Config.export`
+                run # the run: its training split, for the importance matrix
+               ) -> tuple[dict, dict]:
+    """The converter's `outtype` file, each of `ec.quants` quantized from it, and each k-quant with an importance
+    matrix: ({format: path}, the imatrix's counts, empty without one)."""
     first = convert_to_gguf(merged, out/f"model-{ec.outtype}.gguf", ec.outtype, llama_cpp_src(ec.llama_cpp_src))
     files = {ec.outtype: first}
     for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q, verbose=ec.verbose)
-    return files
+    kquants = [q for q in ec.quants if "_k" in q]
+    imatrix = _imatrix(run, merged, first, out, ec) if kquants and ec.imatrix_chunks else {}
+    for q in kquants if imatrix else []:
+        files[f"{q}-imatrix"] = quantize_gguf(first, out/f"model-{q}-imatrix.gguf", q, verbose=ec.verbose,
+                                              imatrix=out/imatrix["file"])
+    return files, imatrix
 
-EXPORT = Stage("export", reads=(*ADAPTERS, "tokenize/eval", "model", "evaluate/lm_eval.json", "evaluate/tasks"),
-               writes=("export",), weights=True)  # evaluate's scores and tasks, to score the GGUF files the same way
+EXPORT = Stage("export", reads=(*ADAPTERS, "tokenize/train", "tokenize/eval", "model", "evaluate/lm_eval.json",
+                               "evaluate/tasks"),  # evaluate's scores and tasks, to score the GGUF files the same way
+               writes=("export",), weights=True)  # the training split: the importance matrix's calibration text
 
 @EXPORT
 def run_export(cfg, # the run's config
                run # the `Run`
               ) -> dict:
-    "The run's adapter (`final_adapter`) + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf, verified → quality.*"
+    "The run's adapter (`final_adapter`) + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf (and -imatrix), verified → quality.*"
     ec = cfg.export
     out = run.stage_dir("export")
     base = base_model_path(run)
     merged = merge_adapter(base, run.input(final_adapter(cfg)), out/"merged", cfg.model)
     for w in kquant_warnings(json.loads((merged/"config.json").read_text()), ec.quants): print("warning:", w)
-    files = _gguf_files(merged, out, ec)
+    files, imatrix = _gguf_files(merged, out, ec, run)
     counts = dict(merged_bytes=sum(f.stat().st_size for f in merged.rglob("*") if f.is_file()),
-                  files={k: dict(file=f.name, bytes=f.stat().st_size) for k, f in files.items()})
-    outputs = [merged, *files.values()]
+                  files={k: dict(file=f.name, bytes=f.stat().st_size) for k, f in files.items()}, imatrix=imatrix)
+    outputs = [merged, *files.values(), *(out/imatrix[k] for k in ("file", "text") if imatrix)]
     blocks = held_out_blocks(run, ec.verify_blocks) if ec.verify_blocks else None
     ref = hf_block_logits(merged, blocks, cfg.model) if blocks else None  # the merged model's: every file is judged by it
     counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks, ref)
@@ -595,7 +678,7 @@ def run_export(cfg, # the run's config
     if ec.parity_prompts:
         rows = export_parity(cfg, run, base, merged, files[ec.outtype], counts["lora_gguf"], out)
         counts["parity"] = {r["form"]: {k: v for k, v in r.items() if k != "form"} for r in rows}
-        outputs += [out/"parity.json", out/"parity.md"]
+        outputs += [out/PARITY_JSON, out/"parity.md"]
     if ec.verify_blocks:
         rows = verify_gguf(files, merged, blocks, cfg.model, ref)
         outputs += _write_quality(rows, out)

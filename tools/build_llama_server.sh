@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build llama.cpp once from the pinned source tools/install.sh fetched (the llama-cpp-python sdist's vendor/llama.cpp),
-# portable (-DGGML_NATIVE=OFF), with shared libraries: one CMake tree gives `llama-server` and the libllama/libggml
-# that tools/install.sh packs into the llama-cpp-python wheel. The binary and its libraries are cached together (RUNPATH
+# portable (-DGGML_NATIVE=OFF), with shared libraries: one CMake tree gives `llama-server`, `llama-imatrix` and
+# `llama-quantize` (the export stage's importance matrix: llama-cpp-python's quantize API cannot take one) and the
+# libllama/libggml that tools/install.sh packs into the llama-cpp-python wheel. The binary and its libraries are cached together (RUNPATH
 # $ORIGIN) outside the repo, keyed by version + flags + arch. Prints the binary's path on its last line. Idempotent.
 set -euo pipefail
 LLAMA_CPP_VERSION=${LLAMA_CPP_VERSION:-0.3.36}
@@ -13,18 +14,20 @@ flags="$flags -DCMAKE_INSTALL_RPATH=\$ORIGIN -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA
 flags="$flags -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 key=$(echo "$flags $(uname -m)" | md5sum | cut -c1-8)
 dest="$CACHE/bin/llama-server-$LLAMA_CPP_VERSION-$key"
-if [ ! -x "$dest/llama-server" ] || [ ! -f "$dest/libllama.so" ]; then
+tools="llama-server llama-imatrix llama-quantize"
+missing=0; for t in $tools; do [ -x "$dest/$t" ] || missing=1; done
+if [ $missing = 1 ] || [ ! -f "$dest/libllama.so" ]; then
   command -v cmake >/dev/null || python -m pip install -q cmake  # no system cmake: the PyPI one, into the active venv
-  echo "building llama.cpp $LLAMA_CPP_VERSION: llama-server + shared libraries (portable, cached afterwards in $dest)" >&2
+  echo "building llama.cpp $LLAMA_CPP_VERSION: $tools + shared libraries (portable, cached afterwards in $dest)" >&2
   t0=$(date +%s)
   build="$CACHE/build/llama-server-$key"
   rm -rf "$build" && mkdir -p "$build"
   # Ninja where there is one: it compiles a target's objects while the libraries it links are still being built
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
   cmake $gen -S "$src" -B "$build" $flags >"$build.log" 2>&1 || { tail -30 "$build.log" >&2; exit 1; }
-  # llama-server's dependencies include llama and ggml: no other target is needed
-  cmake --build "$build" --target llama-server -j "$(nproc)" >>"$build.log" 2>&1 || { tail -30 "$build.log" >&2; exit 1; }
-  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp" && cp -P "$build"/bin/llama-server "$build"/bin/lib*.so* "$dest.tmp/"
+  # their dependencies include llama and ggml: no other target is needed
+  cmake --build "$build" --target $tools -j "$(nproc)" >>"$build.log" 2>&1 || { tail -30 "$build.log" >&2; exit 1; }
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp" && for t in $tools; do cp "$build/bin/$t" "$dest.tmp/"; done && cp -P "$build"/bin/lib*.so* "$dest.tmp/"
   "$dest.tmp/llama-server" --version >>"$build.log" 2>&1 || { tail -5 "$build.log" >&2; exit 1; }  # libraries via $ORIGIN
   rm -rf "$dest" && mv "$dest.tmp" "$dest"
   rm -rf "$build"
