@@ -14,7 +14,10 @@ adapter alone's + 0.3. `--pretrain-steps N` first trains the tiny base whole on 
 adapter alone then learns (the targets stay as they are: they say whether the whole modules still add 0.3). `--smoke`: the smallest run (bench/_data.py SMOKE_RUN, 20 instructions, 4 steps), judged on
 nothing (tools/bench_smoke.sh).
 
-    python bench/chat_demo_learns.py [--steps 200] [--pretrain-steps 0] [--show 4] [--smoke]
+`--r N` sets every contender's LoRA rank (alpha 2N). A LoRA on the head instead of the whole head is not a contender:
+TRL 1.16's SFTTrainer refuses it (its loss reads lm_head.weight directly).
+
+    python bench/chat_demo_learns.py [--steps 200] [--pretrain-steps 0] [--r 8] [--show 4] [--smoke]
 """
 import argparse, json, sys, time, warnings
 from pathlib import Path
@@ -71,8 +74,6 @@ def main():
           f"{run.cfg.train.max_steps} steps at learning rate {run.cfg.train.learning_rate:g}, "
           f"on a base pretrained for {run.cfg.model.tiny.pretrain_steps} steps")
     res = {}
-    # (a LoRA on the head instead of the whole head, which llama.cpp's converter would take, is refused by TRL 1.16's
-    # SFTTrainer: its loss reads lm_head.weight directly, so such an adapter would never train)
     contenders = (("base", None), ("adapter alone", {"lora.modules_to_save": []}),
                   ("adapter + embeddings and head", {"lora.modules_to_save": WHOLE}))
     for name, change in contenders:

@@ -271,7 +271,8 @@ class LoraCfg(Section):
     dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str]|None = None  # None: the preset's; ["all-linear"]: every linear layer but the head
     # whole modules trained beside the adapter and saved with it (peft's modules_to_save), e.g. [embed_tokens, lm_head]
-    # when tokens were added or the base is random; vLLM cannot serve such an adapter as LoRA: serve the merge
+    # when tokens were added or the base is random; vLLM cannot serve such an adapter as LoRA (serve the merge), llama.cpp
+    # serves it on a base GGUF holding those modules (export's base-<outtype>.gguf)
     modules_to_save: list[str] = []
 
 # %% ../nbs/00_config.ipynb #9c025414
@@ -510,7 +511,8 @@ class ExportCfg(Section):
     # chunks (512 tokens, or less for a short context) of the run's training split, then model-<quant>-imatrix.gguf
     # beside model-<quant>.gguf, both verified; 0 = none (llama.cpp's advice: about 100 chunks)
     imatrix_chunks: int = Field(100, ge=0)
-    # also write the adapter as a GGUF LoRA and the base as a GGUF of `outtype` beside it (serve.lora on llama-server);
+    # also write the adapter as a GGUF LoRA and the base as a GGUF of `outtype` beside it (serve.lora on llama-server;
+    # an adapter's whole modules, lora.modules_to_save, go into that base);
     # the base file is as large as the merged one (14 GB more for a 7B model at f16)
     lora_gguf: bool = True
     # held-out prompts asked greedily of every form of the fine-tune (PEFT, merged HF, merged GGUF, base GGUF + GGUF

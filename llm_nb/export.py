@@ -16,14 +16,14 @@ from .chat import has_markers, stop_ids
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI',
-           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'PARITY_JSON', 'EXPORT', 'cache_dir',
-           'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'llama_threads',
-           'quantize_gguf', 'kquant_warnings', 'llama_tool', 'run_tool', 'calibration_text', 'compute_imatrix',
-           'next_token_stats', 'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits',
-           'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality', 'convert_lora_to_gguf',
-           'check_lora_applied', 'difference_words', 'tie_at', 'parting', 'parity', 'check_parity', 'parity_markdown',
-           'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf', 'parity_prompts', 'answer_logprobs',
-           'model_forms', 'export_parity', 'run_export']
+           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'PEFT_PREFIX', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'PARITY_JSON',
+           'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf',
+           'bits_per_weight', 'llama_threads', 'quantize_gguf', 'kquant_warnings', 'llama_tool', 'run_tool',
+           'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
+           'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
+           'convert_lora_to_gguf', 'check_lora_applied', 'split_adapter', 'difference_words', 'tie_at', 'parting',
+           'parity', 'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
+           'lora_gguf', 'parity_prompts', 'answer_logprobs', 'model_forms', 'export_parity', 'run_export']
 
 # %% ../nbs/40_export.ipynb #3426c5cf
 LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
@@ -336,8 +336,8 @@ def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train s
     "llama.cpp's `convert_lora_to_gguf.py` on a LoRA adapter: a file llama.cpp applies to the base GGUF at load."
     if whole := whole_modules(adapter):
         raise ValueError(f"{adapter} trains whole modules {whole} (lora.modules_to_save): a GGUF LoRA holds only the "
-                         "low-rank pairs, so llama.cpp would serve the adapter without them; serve the merged model "
-                         "(export's GGUF files), or train without modules_to_save")
+                         "low-rank pairs, so llama.cpp would serve the adapter without them: `split_adapter` moves them "
+                         "into a copy of the base (the export stage does), or serve the merged model")
     return run_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
                                                       "--outtype", outtype], out_file, src)
 
@@ -353,6 +353,33 @@ def check_lora_applied(with_lora:dict, # `compare_logits` of the merged model ag
         raise RuntimeError(f"{what} is not the merged model: KLD {with_lora['kld']:.6f} > {LORA_KLD_LIMIT} (the base "
                            f"alone: {base_only['kld']:.6f}): the adapter is not applied as trained")
     return dict(with_lora, changes=base_only["kld"] > LORA_KLD_LIMIT)
+
+# %% ../nbs/40_export.ipynb #17d62ace
+PEFT_PREFIX = "base_model.model."  # how peft names the base model's tensors in a saved adapter
+
+def split_adapter(adapter:Path, # a saved PEFT adapter that trains whole modules (`modules_to_save`)
+                  base:Path, # the base model's folder
+                  out:Path # a folder for the two halves: base/ and lora/
+                 ) -> tuple[Path, Path]:
+    "(the base with the adapter's whole modules in place, the adapter's low-rank pairs alone): together, the merge."
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForCausalLM
+    adapter, base, out = Path(adapter), Path(base), Path(out)
+    tensors = load_file(str(adapter/"adapter_model.safetensors"))
+    whole = {k.removeprefix(PEFT_PREFIX): v for k, v in tensors.items() if ".lora_" not in k}
+    model = AutoModelForCausalLM.from_pretrained(base, dtype="auto")
+    if unknown := sorted(set(whole) - set(model.state_dict())):
+        raise ValueError(f"{adapter}: whole-module tensors {unknown} are not weights of {base}")
+    with torch.no_grad(): model.load_state_dict(whole, strict=False)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(base, out/"base", ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.index.json"))
+    model.save_pretrained(out/"base")  # its config and weights over the copy's tokenizer files
+    (out/"lora").mkdir()
+    save_file({k: v.contiguous() for k, v in tensors.items() if ".lora_" in k}, str(out/"lora"/"adapter_model.safetensors"))
+    conf = json.loads((adapter/"adapter_config.json").read_text()) | dict(modules_to_save=None)
+    (out/"lora"/"adapter_config.json").write_text(json.dumps(conf, indent=2))
+    return out/"base", out/"lora"
 
 # %% ../nbs/40_export.ipynb #435720e9
 def difference_words(i:int, j:int, # the question and the answer position where a form parts from the reference
@@ -522,22 +549,26 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
               blocks:list|None=None, # held-out blocks to check it on (`check_lora_applied`); None: not checked
               ref:list|None=None # the merged model's logits on `blocks`, if already computed
              ) -> dict:
-    "The adapter as a GGUF LoRA beside the base's GGUF, checked against the merged model: its counts (or why none)."
+    """The adapter as a GGUF LoRA beside the base's GGUF (the adapter's whole modules in it: `split_adapter`), checked
+    against the merged model: its counts (or why none)."""
     whole, folder = whole_modules(adapter), _local_folder(base)
-    if not ec.lora_gguf or whole or folder is None:
-        why = ("export.lora_gguf is off" if not ec.lora_gguf else
-               f"the adapter trains whole modules {whole} (lora.modules_to_save)" if whole else f"no local folder of {base}")
+    if not ec.lora_gguf or folder is None:
+        why = "export.lora_gguf is off" if not ec.lora_gguf else f"no local folder of {base}"
         print(f"export: no GGUF LoRA: {why}; llama.cpp serves the merged files")
         return dict(skipped=why)
-    src = llama_cpp_src(ec.llama_cpp_src)
+    src, split = llama_cpp_src(ec.llama_cpp_src), out/"split"
+    if whole: folder, adapter = split_adapter(adapter, folder, split)  # the base with the whole modules, the pairs
     lora = convert_lora_to_gguf(adapter, folder, out/f"adapter-{ec.outtype}.gguf", ec.outtype, src)
     base_file = convert_to_gguf(folder, out/f"base-{ec.outtype}.gguf", ec.outtype, src)
-    counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size)
+    shutil.rmtree(split, ignore_errors=True)  # the GGUF pair holds it
+    counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size,
+                  whole_modules_in_base=whole)
     if not blocks: return counts
     if ref is None: ref = hf_block_logits(merged, blocks)
     base_only = compare_logits(ref, gguf_block_logits(base_file, blocks)[0], blocks)
     with_lora = check_lora_applied(compare_logits(ref, gguf_block_logits(base_file, blocks, lora=lora)[0], blocks), base_only)
-    print(f"export: {base_file.name} + {lora.name} ({lora.stat().st_size/2**20:.2f} MiB): KLD {with_lora['kld']:.6f} from "
+    print(f"export: {base_file.name}" + (f" (with the adapter's {', '.join(whole)})" if whole else "")
+          + f" + {lora.name} ({lora.stat().st_size/2**20:.2f} MiB): KLD {with_lora['kld']:.6f} from "
           f"the merged model, top-1 {with_lora['top1_agreement']:.3f} (the base alone: KLD {base_only['kld']:.6f}"
           + ("" if with_lora["changes"] else "; warning: the adapter hardly changes the base") + ")")
     return dict(counts, kld=with_lora["kld"], top1_agreement=with_lora["top1_agreement"],
