@@ -16,10 +16,10 @@ from .chat import has_markers, stop_ids
 
 # %% auto #0
 __all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI',
-           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'PEFT_PREFIX', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'PARITY_JSON',
-           'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf',
-           'bits_per_weight', 'llama_threads', 'quantize_gguf', 'kquant_warnings', 'llama_tool', 'run_tool',
-           'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
+           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'PEFT_PREFIX', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'SPLIT_DIR',
+           'PARITY_JSON', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf',
+           'bits_per_weight', 'llama_threads', 'quantize_gguf', 'is_kquant', 'kquant_warnings', 'llama_tool',
+           'run_tool', 'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
            'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
            'convert_lora_to_gguf', 'check_lora_applied', 'split_adapter', 'difference_words', 'tie_at', 'parting',
            'parity', 'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
@@ -133,11 +133,15 @@ def quantize_gguf(src_file:Path, # the GGUF to quantize (the converter's f16/bf1
 # %% ../nbs/40_export.ipynb #38158cb6
 KQUANT_BLOCK = 256  # values per k-quant super-block: rows must be a multiple of it
 
+def is_kquant(quant:str) -> bool: # a quantization's name, e.g. q4_k_m
+    "Whether `quant` is one of llama.cpp's k-quants (super-blocks of 256; an importance matrix helps them)."
+    return "_k" in quant.lower()
+
 def kquant_warnings(config:dict, # the model's config.json
                     quants:list[str] # the quantizations asked for
                    ) -> list[str]:
     "Warnings for k-quant requests on a model whose widths are not multiples of 256."
-    if not any("_k" in q for q in quants): return []
+    if not any(map(is_kquant, quants)): return []
     return [f"{k}={config[k]} is not a multiple of {KQUANT_BLOCK}: k-quants fall back to another type for those tensors"
             for k in ("hidden_size", "intermediate_size") if k in config and config[k] % KQUANT_BLOCK]
 
@@ -183,6 +187,7 @@ def calibration_text(run, # the run: its tokenize/train blocks
             n += len(ids)
     return n
 
+# %% ../nbs/40_export.ipynb #f237cdb0
 def compute_imatrix(gguf:Path, # the model to calibrate: the unquantized file of the model to quantize
                     text:Path, # calibration text (`calibration_text`)
                     out_file:Path, # the imatrix GGUF to write
@@ -362,7 +367,6 @@ def split_adapter(adapter:Path, # a saved PEFT adapter that trains whole modules
                   out:Path # a folder for the two halves: base/ and lora/
                  ) -> tuple[Path, Path]:
     "(the base with the adapter's whole modules in place, the adapter's low-rank pairs alone): together, the merge."
-    import torch
     from safetensors.torch import load_file, save_file
     from transformers import AutoModelForCausalLM
     adapter, base, out = Path(adapter), Path(base), Path(out)
@@ -371,7 +375,7 @@ def split_adapter(adapter:Path, # a saved PEFT adapter that trains whole modules
     model = AutoModelForCausalLM.from_pretrained(base, dtype="auto")
     if unknown := sorted(set(whole) - set(model.state_dict())):
         raise ValueError(f"{adapter}: whole-module tensors {unknown} are not weights of {base}")
-    with torch.no_grad(): model.load_state_dict(whole, strict=False)
+    model.load_state_dict(whole, strict=False)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out/"base", ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.index.json"))
     model.save_pretrained(out/"base")  # its config and weights over the copy's tokenizer files
@@ -541,6 +545,8 @@ def _local_folder(model:str) -> Path|None:
     try: return Path(snapshot_download(model, local_files_only=True))
     except Exception: return None
 
+SPLIT_DIR = "adapter-split"  # in the export folder: `split_adapter`'s two halves of an adapter with whole modules
+
 def lora_gguf(base:str, # the base model: its folder (or a hub id already in the cache)
               adapter:Path, # the run's adapter
               merged:Path, # the merged checkpoint: what base + GGUF LoRA must give
@@ -549,20 +555,19 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
               blocks:list|None=None, # held-out blocks to check it on (`check_lora_applied`); None: not checked
               ref:list|None=None # the merged model's logits on `blocks`, if already computed
              ) -> dict:
-    """The adapter as a GGUF LoRA beside the base's GGUF (the adapter's whole modules in it: `split_adapter`), checked
-    against the merged model: its counts (or why none)."""
+    """The adapter as a GGUF LoRA beside the base's GGUF (the adapter's whole modules in it: `split_adapter`, whose
+    halves are kept for vLLM in `SPLIT_DIR`), checked against the merged model: its counts (or why none)."""
     whole, folder = whole_modules(adapter), _local_folder(base)
     if not ec.lora_gguf or folder is None:
         why = "export.lora_gguf is off" if not ec.lora_gguf else f"no local folder of {base}"
         print(f"export: no GGUF LoRA: {why}; llama.cpp serves the merged files")
         return dict(skipped=why)
-    src, split = llama_cpp_src(ec.llama_cpp_src), out/"split"
-    if whole: folder, adapter = split_adapter(adapter, folder, split)  # the base with the whole modules, the pairs
+    src = llama_cpp_src(ec.llama_cpp_src)
+    if whole: folder, adapter = split_adapter(adapter, folder, out/SPLIT_DIR)  # the base with the whole modules, the pairs
     lora = convert_lora_to_gguf(adapter, folder, out/f"adapter-{ec.outtype}.gguf", ec.outtype, src)
     base_file = convert_to_gguf(folder, out/f"base-{ec.outtype}.gguf", ec.outtype, src)
-    shutil.rmtree(split, ignore_errors=True)  # the GGUF pair holds it
     counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size,
-                  whole_modules_in_base=whole)
+                  whole_modules_in_base=whole, **({"split": SPLIT_DIR} if whole else {}))  # vLLM serves the split
     if not blocks: return counts
     if ref is None: ref = hf_block_logits(merged, blocks)
     base_only = compare_logits(ref, gguf_block_logits(base_file, blocks)[0], blocks)
@@ -677,7 +682,7 @@ def _gguf_files(merged:Path, # the merged checkpoint
     first = convert_to_gguf(merged, out/f"model-{ec.outtype}.gguf", ec.outtype, llama_cpp_src(ec.llama_cpp_src))
     files = {ec.outtype: first}
     for q in ec.quants: files[q] = quantize_gguf(first, out/f"model-{q}.gguf", q, verbose=ec.verbose)
-    kquants = [q for q in ec.quants if "_k" in q]
+    kquants = [q for q in ec.quants if is_kquant(q)]
     imatrix = _imatrix(run, merged, first, out, ec) if kquants and ec.imatrix_chunks else {}
     for q in kquants if imatrix else []:
         files[f"{q}-imatrix"] = quantize_gguf(first, out/f"model-{q}-imatrix.gguf", q, verbose=ec.verbose,
@@ -705,7 +710,8 @@ def run_export(cfg, # the run's config
     blocks = held_out_blocks(run, ec.verify_blocks) if ec.verify_blocks else None
     ref = hf_block_logits(merged, blocks, cfg.model) if blocks else None  # the merged model's: every file is judged by it
     counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks, ref)
-    outputs += [out/counts["lora_gguf"][k] for k in ("file", "base_file") if k in counts["lora_gguf"]]
+    lg = counts["lora_gguf"]
+    outputs += [out/lg[k] for k in ("file", "base_file") if k in lg] + [out/lg["split"]/h for h in ("base", "lora") if "split" in lg]
     if ec.parity_prompts:
         rows = export_parity(cfg, run, base, merged, files[ec.outtype], counts["lora_gguf"], out)
         counts["parity"] = {r["form"]: {k: v for k, v in r.items() if k != "form"} for r in rows}

