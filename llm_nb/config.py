@@ -512,8 +512,9 @@ class ExportCfg(Section):
     # beside model-<quant>.gguf, both verified; 0 = none (llama.cpp's advice: about 100 chunks)
     imatrix_chunks: int = Field(100, ge=0)
     # also write the adapter as a GGUF LoRA and the base as a GGUF of `outtype` beside it (serve.lora on llama-server;
-    # an adapter's whole modules, lora.modules_to_save, go into that base);
-    # the base file is as large as the merged one (14 GB more for a 7B model at f16)
+    # an adapter's whole modules, lora.modules_to_save, go into that base, and its HF folder is kept in
+    # export/adapter-split/ with the low-rank pairs, which vLLM serves with serve.lora);
+    # the base file is as large as the merged one (14 GB more for a 7B model at f16; the split base as much again)
     lora_gguf: bool = True
     # held-out prompts asked greedily of every form of the fine-tune (PEFT, merged HF, merged GGUF, base GGUF + GGUF
     # LoRA): export/parity.md; the stage fails when a form is not the PEFT model; 0 = skip (it holds the PEFT and the

@@ -16,8 +16,8 @@ from .export import SPLIT_DIR, cache_dir, llama_threads, llama_tool
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
            'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'lora_rank', 'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files',
-           'check_served']
+           'Server', 'lora_rank', 'lora_gguf_skipped', 'vllm_lora', 'server_api_key', 'gguf_lora_files',
+           'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -191,6 +191,10 @@ def lora_rank(folder:Path, # a LoRA adapter folder
                           f"`split_adapter` (llm_nb.export) makes of it")
     return json.loads(conf.read_text())["r"]
 
+def lora_gguf_skipped(run) -> str|None: # the `Run` holding the export stage's manifest entry
+    "Why the export stage wrote no GGUF LoRA (nor a split of the adapter), as it recorded it; None if it did not skip it."
+    return run.manifest()["stages"].get("export", {}).get("counts", {}).get("lora_gguf", {}).get("skipped")
+
 def vllm_lora(cfg, # the run's config
               run # the `Run`: its adapter, and the export stage's split of it
              ) -> tuple[str, Path]:
@@ -201,8 +205,9 @@ def vllm_lora(cfg, # the run's config
     split = run.input(f"export/{SPLIT_DIR}", missing_ok=True)
     if not (split/"lora").exists():
         raise ConfigError(f"serve.lora on vLLM: the run's adapter trains whole modules ({', '.join(whole)}), which vLLM "
-                          f"cannot serve as a LoRA, and the export stage wrote no {SPLIT_DIR}/ of it (export.lora_gguf "
-                          "is off): turn export.lora_gguf on, or set serve.lora: false and serve.model: merged")
+                          f"cannot serve as a LoRA, and there is no export/{SPLIT_DIR}/ of it "
+                          f"({lora_gguf_skipped(run) or 'the export stage did not split it: run it again'}): "
+                          "turn export.lora_gguf on, or set serve.lora: false and serve.model: merged")
     return str(split/"base"), split/"lora"
 
 def _more_loras(cfg, run, adapter:Path) -> tuple[dict, int]:
@@ -247,8 +252,7 @@ def gguf_lora_files(cfg, # the run's config
     export, outtype = run.input("export"), cfg.export.outtype
     base, lora = export/f"base-{outtype}.gguf", export/f"adapter-{outtype}.gguf"
     if base.exists() and lora.exists(): return base, lora
-    said = run.manifest()["stages"].get("export", {}).get("counts", {}).get("lora_gguf", {}).get("skipped")
-    raise ConfigError(f"serve.lora on llama-server: the export stage wrote no GGUF LoRA ({said or f'no {lora.name}'}); "
+    raise ConfigError(f"serve.lora on llama-server: the export stage wrote no GGUF LoRA ({lora_gguf_skipped(run) or f'no {lora.name}'}); "
                       "serve the merged files (serve.lora: false) or the adapter on vLLM")
 
 def _engine_cmd(engine:str, # a resolved engine name
