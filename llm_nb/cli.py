@@ -11,19 +11,11 @@ from fastcore.imports import in_ipython
 from .config import ConfigError, load_config, demo_config_path, check_paths
 from .run import Run, RunError, disk_space, run_folder
 from .lineage import format_lineage, lineage
-from .bench import BenchFailed, benchmark, check_error_rate, format_summary, served_models
-from .pipeline import STAGES, run_pipeline
-from .lineage import write_dvc
-from .doctor import doctor
-from .model import load_tokenizer
 from .env import env_report, recommend
-from .serve import serve_exported
-from .monitor import TrainingCollector, serve_watched, start_exporter
-from .launch import check_world, launch_argv, memory_line, shell_join, write_sbatch
 
 # %% auto #0
 __all__ = ['DESCRIPTION', 'EXPECTED', 'parse_sets', 'bench_cli', 'serve_cli', 'exporter_cli', 'dvc_cli', 'lineage_cli',
-           'doctor_cli', 'error_line', 'main', 'launch_cli']
+           'doctor_cli', 'bench_failed', 'error_line', 'main', 'launch_cli']
 
 # %% ../nbs/92_cli.ipynb #df6e554e
 def parse_sets(sets:list[str]) -> dict:
@@ -46,6 +38,8 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
               sets:dict # dotted-key overrides from --set
              ) -> int:
     "`llm_nb bench`: load-test a server that is already running; print the summary table."
+    from llm_nb.bench import benchmark, check_error_rate, format_summary
+    from llm_nb.model import load_tokenizer
     cfg = load_config(Path(a.config) if a.config else {}, **sets)
     if cfg.bench.dataset == "text":
         raise ConfigError("bench.dataset=text needs a run's held-out split: "
@@ -61,6 +55,7 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
 # %% ../nbs/92_cli.ipynb #25cfe038
 def _first_served_model(base_url:str, headers:dict) -> str:
     "The first model name the server lists; a ConfigError naming --model when it lists none or cannot be asked."
+    from llm_nb.bench import served_models
     try: names = served_models(base_url, headers)
     except (httpx.HTTPError, KeyError, ValueError) as e:
         raise ConfigError(f"{base_url}/v1/models: {type(e).__name__}: {e}; pass --model NAME") from None
@@ -95,6 +90,8 @@ def serve_cli(a:argparse.Namespace, # the parsed `llm_nb serve` arguments
               sets:dict # dotted-key overrides from --set
              ) -> int:
     "`llm_nb serve CONFIG`: serve the run's exported model until stopped; 1 when the server went away for good."
+    from llm_nb.serve import serve_exported
+    from llm_nb.monitor import serve_watched
     cfg = load_config(Path(a.config), **sets)
     if not (d := run_folder(cfg)/"export").is_dir():
         raise ConfigError(f"serve: {d} does not exist: run the pipeline through export first (llm_nb run {a.config})")
@@ -107,6 +104,7 @@ def exporter_cli(a:argparse.Namespace, # the parsed `llm_nb exporter` arguments
                  sets:dict # dotted-key overrides from --set
                 ) -> int:
     "`llm_nb exporter CONFIG`: serve the host, GPU and training metrics of the config's run until stopped."
+    from llm_nb.monitor import TrainingCollector, start_exporter
     cfg = load_config(Path(a.config), **sets)
     series = run_folder(cfg)/"train"/"series.jsonl"
     port = cfg.monitor.exporter_port if a.port is None else a.port
@@ -135,6 +133,8 @@ def dvc_cli(config:str, # the config file
             project:str|None # the DVC project (default: here)
            ) -> int:
     "`llm_nb dvc CONFIG [--project DIR]`: write the DVC files and say what runs them."
+    from llm_nb.lineage import write_dvc
+    from llm_nb.pipeline import STAGES
     project = Path(project or ".").resolve()
     files = write_dvc(load_config(Path(config)), project, STAGES)
     print(f"wrote {', '.join(f.name for f in files)} in {project}: `dvc repro` runs what changed, "
@@ -156,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a config")
     run.add_argument("config")
     for p in (demo, run):
-        p.add_argument("--stages", help=f"comma-separated subset of {','.join(STAGES)}")
+        p.add_argument("--stages", help="comma-separated stages to run (an unknown name is refused with the list)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
         p.add_argument("--force", action="store_true", help="run every chosen stage, even those whose result holds")
     sub.add_parser("check", help="validate a config").add_argument("config")
@@ -194,16 +194,22 @@ def lineage_cli(file:str) -> int:
 
 def doctor_cli(config:str|None) -> int:
     "`llm_nb doctor [CONFIG]`: print every check's verdict; exit status 1 when one fails."
+    from llm_nb.doctor import doctor
     verdicts = doctor(Path(config) if config else None)
     print("\n".join(map(str, verdicts)))
     return int(any(v.status == "fail" for v in verdicts))
 
 # %% ../nbs/92_cli.ipynb #cl000009
-EXPECTED = (ConfigError, RunError, BenchFailed, OSError)  # failures with a fix the user can make
+EXPECTED = (ConfigError, RunError, OSError)  # failures with a fix the user can make (and `bench_failed`)
+
+def bench_failed(e:Exception) -> bool:
+    "Whether `e` is the benchmark's `BenchFailed` (only a command that imported `llm_nb.bench` can raise it)."
+    bench = sys.modules.get("llm_nb.bench")
+    return bench is not None and isinstance(e, bench.BenchFailed)
 
 def error_line(e:Exception) -> str:
     "The one line `main` prints for an expected failure `e`."
-    if isinstance(e, BenchFailed): return f"benchmark failed: {e}"
+    if bench_failed(e): return f"benchmark failed: {e}"
     if not isinstance(e, OSError) or isinstance(e, RunError): return str(e)
     where = f"{e.filename}: " if e.filename else ""
     full = f"; its disk has {disk_space(Path(e.filename))}" if e.errno == errno.ENOSPC and e.filename else ""
@@ -231,6 +237,7 @@ def _run_command(a:argparse.Namespace) -> int:
     if a.cmd == "demo":
         sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
     cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)
+    from llm_nb.pipeline import run_pipeline
     run_pipeline(cfg, a.stages.split(",") if a.stages else None, force=a.force)
     return 0
 
@@ -238,8 +245,8 @@ def main(argv:list[str]|None=None) -> int:
     "The `llm_nb` command: 0 when it worked; else one error line and 2 for a config problem, 1 for a run-time failure."
     a = _parser().parse_args(argv)
     try: return _run_command(a)
-    except EXPECTED as e:
-        if a.debug or os.environ.get("LLM_NB_DEBUG") == "1": raise
+    except Exception as e:
+        if not (isinstance(e, EXPECTED) or bench_failed(e)) or a.debug or os.environ.get("LLM_NB_DEBUG") == "1": raise
         print(f"llm_nb: error: {error_line(e)}", file=sys.stderr)
         return 2 if isinstance(e, ConfigError) else 1
 
@@ -247,6 +254,7 @@ def main(argv:list[str]|None=None) -> int:
 def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
               ) -> int:
     "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print the launch command of each node."
+    from llm_nb.launch import check_world, launch_argv, memory_line, shell_join, write_sbatch
     world = ("launcher", "nnodes", "nproc_per_node", "gpus_per_node", "master_port")
     sets = a.set + [f"launch.{k}={getattr(a, k)}" for k in world if getattr(a, k) is not None]
     cfg = load_config(Path(a.config), **parse_sets(sets))

@@ -48,9 +48,9 @@ def test_two_runs_on_one_folder_one_refused_naming_the_holder(tmp_path):
     cfg = demo_config(**{"run.root": str(tmp_path), "run.name": "two"})
     (tmp_path/"c.yaml").write_text(to_yaml(cfg))
     args = ["llm_nb", "run", str(tmp_path/"c.yaml"), "--stages", "synth,ingest,clean", "--force"]
-    # the second command imports llm_nb first and then waits for a line, so it runs while the first holds the lock
-    # (the three stages take ~2 s, less than importing llm_nb)
-    ready = f"import sys; from llm_nb.cli import main; sys.stdin.readline(); sys.exit(main({args[1:]!r}))"
+    # the second command imports llm_nb and its stages first (the CLI imports them only when a command runs) and then
+    # waits for a line, so it runs while the first holds the lock (the three stages take ~2 s, less than the imports)
+    ready = f"import sys, llm_nb.pipeline; from llm_nb.cli import main; sys.stdin.readline(); sys.exit(main({args[1:]!r}))"
     second = subprocess.Popen([sys.executable, "-c", ready], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
