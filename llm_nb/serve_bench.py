@@ -16,7 +16,7 @@ from .export import PARITY_JSON, difference_words, parity_markdown
 
 # %% auto #0
 __all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'first_difference',
-           'served_parity', 'served_row', 'write_parity', 'adapter_row', 'compare_engines', 'lora_cost']
+           'served_parity', 'served_row', 'write_parity', 'served_label', 'adapter_row', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
@@ -35,7 +35,7 @@ def run_serve_bench(cfg, run) -> dict:
         startup = time.perf_counter() - t0
         with watchdog_running(cfg, run, server) as wd, watch_server(cfg, run, server, wd):  # as `monitor` says
             res = run_bench(cfg, run, server)
-        row = served_row(cfg, run, server, f"{server.engine} " + ("+ adapter" if cfg.serve.lora else cfg.serve.model))
+        row = served_row(cfg, run, server, served_label(cfg, server.engine))
     counts = dict(engine=server.engine, model=cfg.serve.model, startup_s=round(startup, 2),
                   exit_code=server.proc.returncode) | ({"watchdog_restarts": wd.restarts} if wd else {})
     if cfg.serve.lora: counts["lora_cost"] = lora_cost(cfg, run, res)  # the same load on the base alone
@@ -45,7 +45,7 @@ def run_serve_bench(cfg, run) -> dict:
     parity = [] if cfg.serve.compare else [p for p in [write_parity(run, rows)] if p]
     run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path, *base_alone, *parity],
                counts=counts)
-    if cfg.serve.compare: compare_engines(cfg, run, {f"{server.engine} {cfg.serve.model}": res}, rows)
+    if cfg.serve.compare: compare_engines(cfg, run, {served_label(cfg, server.engine): res}, rows)
     return res
 
 # %% ../nbs/44_serve_bench.ipynb #39731dc9
@@ -131,6 +131,10 @@ def _engine_cfg(cfg:Config, engine:str) -> Config:
     model = "merged" if engine == "vllm" else gguf
     return load_config(cfg.model_dump(), **{"serve.engine": engine, "serve.model": model, "serve.compare": []})
 
+def served_label(cfg:Config, engine:str) -> str:
+    "How the tables name what `engine` serves under `cfg`: `<engine> + adapter` (`serve.lora`) or `<engine> <serve.model>`."
+    return f"{engine} " + ("+ adapter" if cfg.serve.lora else cfg.serve.model)
+
 # %% ../nbs/44_serve_bench.ipynb #245aa13a
 COMPARED_KEYS = ("completed", "failed", "output_throughput", "request_goodput")  # per engine in report.json
 
@@ -161,7 +165,7 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
             continue
         ecfg = _engine_cfg(cfg, engine)
         with serve_exported(ecfg, run).start(ecfg.serve.startup_timeout) as server:
-            results[label := f"{engine} {ecfg.serve.model}"] = bench_server(ecfg, run, server, out/engine, table=False)
+            results[label := served_label(ecfg, engine)] = bench_server(ecfg, run, server, out/engine, table=False)
             if row := served_row(ecfg, run, server, label): parity.append(row)
         if engine == "vllm" and not ecfg.serve.lora and (row := adapter_row(ecfg, run)): parity.append(row)
     (out/"compare.md").write_text(compare_table(results) + "\n")
