@@ -10,7 +10,7 @@ import httpx, yaml
 from fastcore.imports import in_ipython
 from .config import ConfigError, load_config, demo_config_path, check_paths
 from .run import Run, RunError, disk_space, run_folder
-from .lineage import format_lineage, lineage
+from .lineage import format_lineage, lineage, write_dvc
 from .env import env_report, recommend
 
 # %% auto #0
@@ -133,7 +133,6 @@ def dvc_cli(config:str, # the config file
             project:str|None # the DVC project (default: here)
            ) -> int:
     "`llm_nb dvc CONFIG [--project DIR]`: write the DVC files and say what runs them."
-    from llm_nb.lineage import write_dvc
     from llm_nb.pipeline import STAGES
     project = Path(project or ".").resolve()
     files = write_dvc(load_config(Path(config)), project, STAGES)

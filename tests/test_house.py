@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT/"tools"))
 from run_nbs import stated_seconds  # the map's time, as the notebook runner reads it
 MODULES = {p.stem: p for p in (ROOT/"llm_nb").glob("*.py") if p.stem not in ("__init__", "_modidx")}
-LAZY = {("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage"}
+CLI_LAZY = "each subcommand imports what it uses: `llm_nb check`, `env`, `lineage` and `--help` start without torch"
+LAZY = {("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage",
+        **{("cli", m): CLI_LAZY for m in ("bench", "doctor", "launch", "model", "monitor", "pipeline", "serve")}}
 
 def own_imports(path:Path) -> list[tuple[str, list[str], bool]]:
     "(module of llm_nb, names imported, at module level?) for each import of the package in the file."
