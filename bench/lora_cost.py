@@ -9,7 +9,9 @@ HF folder with `--enable-lora` and the adapter asked by name per request, and wi
 up together; llm_nb's client (`bench_server`: `--num-prompts` prompts, `--output-len` tokens each with
 `ignore_eos`, closed loop at `--concurrency`) loads them in turn, one warm-up round first (not counted), then
 `--rounds` rounds. Printed: the medians of output throughput, median TTFT, TPOT and E2EL on each, and the adapter's
-over the base's (`serve.lora_cost` in a run's report.json is one such round, on the run's own model).
+over the base's (`serve.lora_cost` in a run's report.json is one such round, on the run's own model), each only
+where both sides measured it: a server that sent its tokens together has no TPOT (llm_nb.bench: fewer chunks than
+half its tokens), and its row says "not measured" / "not compared", with the reason below the table.
 Targets (per engine): the adapter's output throughput >= 0.5x the base's (vLLM #10062 reports up to 50 % lost),
 and the figures agree with each other: throughput ratio x E2EL ratio within 20 % of 1 (in a closed loop where
 every answer is `output_len` tokens, throughput is the inverse of the time a request takes).
@@ -26,8 +28,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import SMOKE_RUN, Targets, add_smoke_arg
 
-FIGURES = {"output throughput (tok/s)": lambda m: m["output_throughput"], "median TTFT (ms)": lambda m: m["ttft_ms"]["median"],
-           "median TPOT (ms)": lambda m: m["tpot_ms"]["median"], "median E2EL (ms)": lambda m: m["e2el_ms"]["median"]}
+FIGURES = {"output throughput (tok/s)": ("output_throughput", None), "median TTFT (ms)": ("ttft_ms", "median"),
+           "median TPOT (ms)": ("tpot_ms", "median"), "median E2EL (ms)": ("e2el_ms", "median")}  # (summary key, statistic)
+
+def median_of(rounds:list, key:str, stat) -> tuple:
+    "(the median over `rounds` of a figure, None), or (None, why) when a round did not measure it (llm_nb.bench)."
+    from llm_nb.bench import not_measured
+    if whys := sorted({w for m in rounds if (w := not_measured(m, key))}): return None, "; ".join(whys)
+    return statistics.median(m[key] if stat is None else m[key][stat] for m in rounds), None
 
 def main():
     ap = argparse.ArgumentParser()
@@ -67,12 +75,18 @@ def main():
         print(f"\n{engine}: {a.num_prompts} prompts x {a.output_len} tokens, concurrency {a.concurrency}, a model of "
               f"width {run.cfg.model.tiny.hidden_size}, {run.cfg.model.tiny.num_layers} layers, LoRA rank {run.cfg.lora.r}, "
               f"medians of {a.rounds} rounds\n{'':28}{'base':>12}{'+ adapter':>12}{'ratio':>10}")
-        ratio = {}
-        for name, get in FIGURES.items():
-            b, w = (statistics.median(get(m) for m in res[s]) for s in ("base", "adapter"))
+        ratio, unmeasured = {}, []
+        for name, (key, stat) in FIGURES.items():
+            (b, b_why), (w, w_why) = (median_of(res[s], key, stat) for s in ("base", "adapter"))
+            if b_why or w_why:  # compared only where both sides measured it
+                unmeasured += [f"{engine}: {name} not compared: {s}: {why}" for s, why in (("base", b_why), ("+ adapter", w_why)) if why]
+                print(f"{name:28}" + "".join("not measured".rjust(12) if v is None else f"{v:12.2f}" for v in (b, w))
+                      + "not compared".rjust(14))
+                continue
             ratio[name] = w / b
             print(f"{name:28}{b:12.2f}{w:12.2f}{ratio[name]:9.2f}x")
-        thr, e2el = ratio["output throughput (tok/s)"], ratio["median E2EL (ms)"]
+        for line in unmeasured: print(line)
+        thr, e2el = ratio["output throughput (tok/s)"], ratio["median E2EL (ms)"]  # measured on every stream
         t.check(f"{engine}: output throughput with the adapter / without", thr, ">=", 0.5)
         t.check(f"{engine}: |throughput ratio x E2EL ratio - 1|", abs(thr * e2el - 1), "<=", 0.2)
     print(f"\nresults and server logs in {out}")

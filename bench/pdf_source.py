@@ -14,9 +14,11 @@ PDFs of --pages pages, 25 lines of text per page and a ruled 3x3 table of number
 (c) --scans N: seconds per scanned page through Tesseract (information; skipped when Tesseract is missing).
 
 One line per target. `--smoke` reads 1 PDF of 3 pages (one table) once, OCRs 1 scanned page, and judges nothing
-(tools/bench_smoke.sh).
+(tools/bench_smoke.sh). `--target-ratio R` sets the bound of (a) (default 1.2, the stated target: not to be raised
+after a miss); tests/test_bench_verdict.py plants a miss with 0, which no ratio meets, and checks the exit status.
 
-    python bench/pdf_source.py [--files 10] [--pages 30] [--repeat 2] [--scans 3] [--data-dir DIR] [--smoke]
+    python bench/pdf_source.py [--files 10] [--pages 30] [--repeat 2] [--scans 3] [--data-dir DIR] [--target-ratio 1.2]
+                               [--smoke]
 
 Exit status 1 when a target is missed, 2 when the corpus is missing.
 """
@@ -105,6 +107,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--scans", type=int, default=3)
     ap.add_argument("--data-dir", type=Path, default=DATA)
+    ap.add_argument("--target-ratio", type=float, default=TARGET_RATIO, metavar="R",
+                    help=f"(a)'s bound: read_pdf / the faster bare loop <= R (default {TARGET_RATIO}, the stated target; "
+                         "0 plants a miss, as tests/test_bench_verdict.py does)")
     add_smoke_arg(ap, "--files 1 --pages 3 --repeat 1 --scans 1")
     a = ap.parse_args()
     if a.smoke: a.files, a.pages, a.repeat, a.scans = 1, 3, 1, 1
@@ -126,14 +131,14 @@ def main():
         bare = min(r["bare extract_text"][0], r["bare extract_text + page.close"][0])
         ratio = r["llm_nb read_pdf"][0] / bare
         print(f"  read_pdf / bare extract_text: {r['llm_nb read_pdf'][0] / r['bare extract_text'][0]:.3f}x, "
-              f"/ the faster bare loop: {ratio:.3f}x (target <= {TARGET_RATIO}x)")
+              f"/ the faster bare loop: {ratio:.3f}x (target <= {a.target_ratio}x)")
         print(f"  read_pdf / bare extract_text + extract_tables: "
               f"{r['llm_nb read_pdf'][0] / r['bare extract_text + extract_tables'][0]:.3f}x")
         found, theirs = r["llm_nb read_pdf"][1][1], r["bare extract_text + extract_tables"][1][1]
         print(f"  tables: read_pdf {found}, pdfplumber extract_tables {theirs}, drawn {drawn}")
         if a.scans: print(f"  OCR: {ocr_seconds(out, a.scans)}")
     t = Targets("pdf_source", a.smoke)
-    t.check("read_pdf / the faster bare extract_text loop", ratio, "<=", TARGET_RATIO, "{:.3f}")
+    t.check("read_pdf / the faster bare extract_text loop", ratio, "<=", a.target_ratio, "{:.3f}")
     t.check("tables found by read_pdf", found, "==", theirs, "{}")
     t.check("tables found by pdfplumber's extract_tables", theirs, "==", drawn, "{}")
     t.check("pages read by read_pdf", pages, "==", a.files * a.pages, "{}")

@@ -14,15 +14,17 @@ from .serve import served_files
 from .model import load_tokenizer
 
 # %% auto #0
-__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S',
-           'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI', 'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES',
-           'K6_TEMPLATE', 'COMPARED', 'ANSWERED', 'PLOTTED', 'MODELS_TIMEOUT', 'ANSWER_TIMEOUT', 'run_coro',
-           'request_body', 'stream_request', 'random_prompts', 'text_prompts', 'jsonl_prompts', 'request_rates',
-           'arrival_times', 'parse_prometheus', 'scrape_metrics', 'with_models', 'run_load', 'summarize',
-           'errors_by_kind', 'failure_line', 'peak_output', 'bench_metrics', 'token_timeline', 'plot_bench',
-           'metrics_summary', 'load_prompts', 'format_summary', 'k6_script', 'benchmark', 'compare_table',
-           'plot_compare', 'served_models', 'heldout_texts', 'BenchFailed', 'check_error_rate', 'chat_task_records',
-           'ask_chat', 'answer_scores', 'bench_server', 'run_bench', 'timed_ms', 'generation_latency']
+__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'SAME_CHUNK_S', 'MIN_CHUNKS_PER_TOKEN',
+           'GOODPUT_METRICS', 'TIMELINE_BINS', 'MIN_BIN_S', 'GAUGES', 'MAX_GAUGE_CURVES', 'FIG_SIZE', 'PLOT_DPI',
+           'LABEL_WIDTH', 'VALUE_WIDTH', 'LATENCIES', 'PER_TOKEN', 'NOT_MEASURED', 'K6_TEMPLATE', 'COMPARED',
+           'ANSWERED', 'PLOTTED', 'MODELS_TIMEOUT', 'ANSWER_TIMEOUT', 'run_coro', 'request_body', 'stream_request',
+           'random_prompts', 'text_prompts', 'jsonl_prompts', 'request_rates', 'arrival_times', 'parse_prometheus',
+           'scrape_metrics', 'with_models', 'run_load', 'summarize', 'errors_by_kind', 'failure_line', 'token_chunks',
+           'unmeasured', 'per_token_timing', 'peak_output', 'bench_metrics', 'token_timeline', 'plot_bench',
+           'metrics_summary', 'load_prompts', 'not_measured', 'format_summary', 'k6_script', 'benchmark',
+           'compare_table', 'figure_ratio', 'plot_compare', 'served_models', 'heldout_texts', 'BenchFailed',
+           'check_error_rate', 'chat_task_records', 'ask_chat', 'answer_scores', 'bench_server', 'run_bench',
+           'timed_ms', 'generation_latency']
 
 # %% ../nbs/42_bench.ipynb #069198d8
 def run_coro(coro):
@@ -366,6 +368,33 @@ def failure_line(results:list[dict] # request records (`start` in seconds from t
     return (f"{len(bad)} of {len(results)} requests failed: " + ", ".join(f"{n} {k}" for k, n in kinds) +
             f"; the first {top} at {first:.1f} s" + (f" ({meaning})" if meaning else ""))
 
+# %% ../nbs/42_bench.ipynb #tk000002
+SAME_CHUNK_S = 5e-5  # s: SSE messages read closer together came in one network read (parsing one takes 10-30 µs)
+MIN_CHUNKS_PER_TOKEN = 0.5  # TPOT and ITL are measured when a response's n > 1 tokens came in >= max(2, n/2) chunks
+
+def token_chunks(r:dict # a request record
+                ) -> int:
+    "The chunks a response's tokens arrived in: its timed SSE messages, those within `SAME_CHUNK_S` of the last as one."
+    return 0 if r["ttft"] is None else 1 + sum(gap >= SAME_CHUNK_S for gap in r["itl"])
+
+def unmeasured(r:dict # a request record, `output_tokens` filled in
+              ) -> str|None:
+    "Why the response's TPOT and ITL say nothing of the server (its tokens came together); None when they do."
+    n, k = r["output_tokens"] or 0, token_chunks(r)
+    if n <= 1 or k >= max(2, n * MIN_CHUNKS_PER_TOKEN): return None
+    return f"{n} tokens arrived in {k} chunk" + "s" * (k != 1)
+
+def per_token_timing(good:list[dict] # successful request records, `output_tokens` filled in
+                    ) -> dict:
+    "Responses of 2+ tokens, how many had TPOT and ITL measured, and why the server's are not when most were not."
+    multi = [r for r in good if (r["output_tokens"] or 0) > 1]
+    why = [w for r in multi if (w := unmeasured(r))]
+    reason = None
+    if len(why) * 2 > len(multi):
+        reason = (f"{len(why)} of {len(multi)} responses had their tokens arrive together (e.g. {why[0]}): the gaps "
+                  "between them are the client's, not the server's")
+    return dict(responses=len(multi), measured=len(multi) - len(why), not_measured=reason)
+
 # %% ../nbs/42_bench.ipynb #2c9b15be
 GOODPUT_METRICS = ("ttft", "tpot", "e2el")  # what a goodput SLO may bound (ms), as in vLLM
 
@@ -379,7 +408,7 @@ def _n_good(good:list[dict], goodput:dict|None) -> int|None:
     unknown = set(slo) - set(GOODPUT_METRICS)
     if unknown: raise ValueError(f"goodput SLOs are ttft, tpot, e2el (ms); got {sorted(unknown)}")
     if not slo: return None
-    value = lambda r, k: _tpot(r) if k == "tpot" else r[k]
+    value = lambda r, k: (math.inf if unmeasured(r) else _tpot(r)) if k == "tpot" else r[k]
     return sum(all(value(r, k) <= v for k, v in slo.items()) for r in good)
 
 # %% ../nbs/42_bench.ipynb #bc8edd23
@@ -412,10 +441,14 @@ def bench_metrics(results:list[dict], # the records of `run_load`
                   percentiles=(90, 99), # reported besides mean and median
                   goodput:dict|None=None # SLOs in ms, e.g. {"ttft": 500, "tpot": 50}
                  ) -> dict:
-    "vLLM's aggregate metrics over `results`; output tokens from usage, else `count_tokens(text)`; errors by kind."
+    "vLLM's aggregate metrics over `results` (TPOT, ITL: the responses whose tokens came apart); errors by kind."
     good = [r for r in results if r["ok"]]
     _fill_output_tokens(good, count_tokens)
-    n_good = _n_good(good, goodput)
+    for r in good: r["chunks"], r["tpot_itl_not_measured"] = token_chunks(r), unmeasured(r)
+    timing = per_token_timing(good)
+    timed = [] if timing["not_measured"] else [r for r in good if not r["tpot_itl_not_measured"]]
+    judged = not (timing["not_measured"] and "tpot" in (goodput or {}))  # a TPOT bound needs TPOT measured
+    n_good = _n_good(good, goodput) if judged else None
     out_tok, in_tok = sum(r["output_tokens"] for r in good), sum(r.get("prompt_len", 0) for r in good)
     return dict(completed=len(good), failed=len(results) - len(good), errors=errors_by_kind(results),
                 duration_s=duration,
@@ -425,9 +458,9 @@ def bench_metrics(results:list[dict], # the records of `run_load`
                 request_goodput=None if n_good is None else n_good / duration, goodput_slo_ms=goodput or {},
                 **peak_output(good),
                 ttft_ms=summarize([r["ttft"] for r in good], percentiles),
-                tpot_ms=summarize([_tpot(r) for r in good if r["output_tokens"] > 1], percentiles),
-                itl_ms=summarize([x for r in good for x in r["itl"]], percentiles),
-                e2el_ms=summarize([r["e2el"] for r in good], percentiles))
+                tpot_ms=summarize([_tpot(r) for r in timed if r["output_tokens"] > 1], percentiles),
+                itl_ms=summarize([x for r in timed for x in r["itl"]], percentiles),
+                e2el_ms=summarize([r["e2el"] for r in good], percentiles), tpot_itl=timing)
 
 # %% ../nbs/42_bench.ipynb #61337309
 TIMELINE_BINS = 30  # default bins over the run: enough to see a ramp, few enough to keep each bin populated
@@ -458,13 +491,15 @@ def _cdf(ax, xs:list[float], label:str):
     ax.plot(np.sort(np.asarray(xs) * 1000), np.linspace(0, 1, n, endpoint=False) + 1 / n, label=label)
 
 def _plot_latency(axs, good:list[dict]):
-    "The two CDF panels: request latency (TTFT, E2EL) and per-token latency (TPOT, ITL; log scale)."
+    "The two CDF panels: request latency (TTFT, E2EL) and per-token latency (TPOT, ITL where measured; log scale)."
     req, per_token = axs
     _cdf(req, [r["ttft"] for r in good], "TTFT")
     _cdf(req, [r["e2el"] for r in good], "E2EL")
-    _cdf(per_token, [_tpot(r) for r in good if (r["output_tokens"] or 0) > 1], "TPOT")
-    _cdf(per_token, [x for r in good for x in r["itl"]], "ITL")
-    panels = ((req, "request latency", "fraction of requests"), (per_token, "per-token latency", "fraction"))
+    timed = [] if per_token_timing(good)["not_measured"] else [r for r in good if not unmeasured(r)]
+    _cdf(per_token, [_tpot(r) for r in timed if (r["output_tokens"] or 0) > 1], "TPOT")
+    _cdf(per_token, [x for r in timed for x in r["itl"]], "ITL")
+    per_token_title = "per-token latency" + ("" if timed or not good else ": not measured, tokens came together")
+    panels = ((req, "request latency", "fraction of requests"), (per_token, per_token_title, "fraction"))
     for ax, title, ylabel in panels:
         ax.set_xlabel("ms")
         ax.set_ylabel(ylabel)
@@ -561,6 +596,15 @@ def load_prompts(bc, # a `BenchCfg`: dataset, num_prompts, input_len, seed
 # %% ../nbs/42_bench.ipynb #8cc162d8
 LABEL_WIDTH, VALUE_WIDTH = 40, 12  # the result table's columns, as in vLLM's
 LATENCIES = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2el_ms", "E2EL"))
+PER_TOKEN, NOT_MEASURED = ("tpot_ms", "itl_ms"), "not measured"  # the figures that need tokens that came apart
+
+def not_measured(m:dict, # a benchmark summary
+                 key:str # one of its figures, e.g. "tpot_ms"
+                ) -> str|None:
+    "Why `m` has no `key` (TPOT, ITL, goodput under a TPOT bound: the server's tokens came together), or None."
+    why = (m.get("tpot_itl") or {}).get("not_measured")
+    if key == "request_goodput": return why if "tpot" in (m.get("goodput_slo_ms") or {}) else None
+    return why if key in PER_TOKEN else None
 
 def _summary_rows(m:dict) -> list[tuple]:
     "(label, value) rows: counts, throughputs, goodput when judged, then each latency's statistics but std."
@@ -571,16 +615,27 @@ def _summary_rows(m:dict) -> list[tuple]:
             ("Peak output token throughput (tok/s)", m.get("max_output_tokens_per_s")),
             ("Peak concurrent requests", m.get("max_concurrent_requests")),
             ("Total token throughput (tok/s)", m["total_token_throughput"])]
-    if m["request_goodput"] is not None: rows.append(("Request goodput (req/s)", m["request_goodput"]))
+    if m["request_goodput"] is not None or not_measured(m, "request_goodput"):
+        rows.append(("Request goodput (req/s)", NOT_MEASURED if not_measured(m, "request_goodput") else m["request_goodput"]))
     label = lambda s: s.capitalize() if s in ("mean", "median") else s.upper()  # Mean, Median, P90, P99
     for k, name in LATENCIES:
-        rows += [(f"{label(s)} {name} (ms)", v) for s, v in m[k].items() if s != "std"]
+        rows += [(f"{label(s)} {name} (ms)", NOT_MEASURED if not_measured(m, k) else v) for s, v in m[k].items()
+                 if s != "std"]
     return rows
+
+def _per_token_line(m:dict) -> str|None:
+    "A line on TPOT and ITL when they are not measured, or cover only some responses; None otherwise."
+    t = m.get("tpot_itl") or {}
+    if t.get("not_measured"):
+        return f"TPOT and ITL{' (and goodput)' * bool(not_measured(m, 'request_goodput'))} not measured: {t['not_measured']}"
+    if t.get("measured", 0) < t.get("responses", 0):
+        return f"TPOT and ITL over {t['measured']} of {t['responses']} responses: the others' tokens arrived together"
 
 def format_summary(m:dict) -> str:
     "vLLM-style result table."
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
     lines = [f"{k:<{LABEL_WIDTH}}{fmt(v):>{VALUE_WIDTH}}" for k, v in _summary_rows(m)]
+    if line := _per_token_line(m): lines.append(line)
     if m["errors"]: lines.append(f"{'Errors':<{LABEL_WIDTH}}{json.dumps(m['errors'])}")
     if m.get("failure"): lines.append(m["failure"])
     return "\n".join(lines)
@@ -672,12 +727,29 @@ def _answer_rows(results:dict[str, dict]) -> list[tuple]:
             for t in tasks for row, k in ANSWERED]
 
 def compare_table(results:dict[str, dict]) -> str:
-    "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric."
-    cell = lambda v: "n/a" if v is None else f"{v:.2f}"
-    rows = [(row, lambda m, k=key, s=stat: _value(m, k, s)) for row, key, stat in COMPARED] + _answer_rows(results)
+    "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric; why not measured."
+    cell = lambda v: "n/a" if v is None else v if isinstance(v, str) else f"{v:.2f}"
+    rows = [(row, lambda m, k=key, s=stat: NOT_MEASURED if not_measured(m, k) else _value(m, k, s))
+            for row, key, stat in COMPARED] + _answer_rows(results)
     lines = ["| | " + " | ".join(results) + " |", "|---|" + "--:|" * len(results)]
     lines += [f"| {row} | " + " | ".join(cell(value(m)) for m in results.values()) + " |" for row, value in rows]
-    return "\n".join(lines)
+    whys = [f"{label}: TPOT and ITL not measured: {why}" for label, m in results.items() if (why := not_measured(m, "tpot_ms"))]
+    return "\n".join(lines + ([""] + whys if whys else []))
+
+def figure_ratio(a:dict, # a benchmark summary: the figure on top
+                 b:dict, # another: the figure below
+                 key:str, # the figure, e.g. "tpot_ms" (as in `COMPARED`)
+                 stat:str|None=None, # its statistic, e.g. "median"
+                 names:tuple=("a", "b") # what `a` and `b` are, for the reason
+                ) -> tuple[float|None, str|None]:
+    "(`a`'s figure / `b`'s, None), or (None, why) when either side did not measure it: only what both measured."
+    whys = []
+    for name, m in zip(names, (a, b)):
+        if why := not_measured(m, key): whys.append(f"{name}: {why}")
+        elif _value(m, key, stat) is None: whys.append(f"{name}: no figure")
+    if whys: return None, "; ".join(whys)
+    below = _value(b, key, stat)
+    return (_value(a, key, stat) / below, None) if below else (None, f"{names[1]}: 0")
 
 # %% ../nbs/42_bench.ipynb #669b47cc
 # the panels of `plot_compare`: (title, summary key, statistic)
@@ -694,6 +766,8 @@ def plot_compare(results:dict[str, dict], # {label: benchmark summary}
     for ax, (name, key, stat) in zip(fig.subplots(1, len(PLOTTED)), PLOTTED):
         values = [_value(m, key, stat) or 0 for m in results.values()]
         ax.bar(range(len(values)), values, color=[f"C{i}" for i in range(len(values))])
+        for i, m in enumerate(results.values()):  # no bar is not a bar of 0
+            if not_measured(m, key): ax.text(i, 0, NOT_MEASURED.replace(" ", "\n"), ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(values)), list(results), rotation=20, ha="right", fontsize=8)
         ax.set_title(name, fontsize=9)
         ax.grid(axis="y", alpha=.3)

@@ -6,10 +6,11 @@
 from __future__ import annotations
 import functools, html, re
 from .config import ConfigError
+from .env import llama_models_dir
 
 # %% auto #0
-__all__ = ['CHATML', 'TEMPLATES', 'PROBE', 'has_markers', 'trained_labels', 'render_chats', 'Trained', 'show_trained',
-           'same_as_named', 'end_of_turn', 'chat_template', 'stop_ids', 'fit_turns']
+__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'PROBE', 'named_template', 'has_markers', 'trained_labels', 'render_chats',
+           'Trained', 'show_trained', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -20,26 +21,22 @@ CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}{{ '<|im_star
           + _answer("'<|im_end|>'") + "{{ '\\n' }}"
           "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
-TEMPLATES = {
-    "chatml": CHATML,
-    "qwen2": ("{% if messages[0]['role'] != 'system' %}"  # Qwen2 writes a default system prompt
-              "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}" + CHATML),
-    "llama-3": ("{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' }}"
-                "{% if m['role'] == 'assistant' %}{% generation %}{{ m['content'] | trim + '<|eot_id|>' }}"
-                "{% endgeneration %}{% else %}{{ m['content'] | trim + '<|eot_id|>' }}{% endif %}{% endfor %}"
-                "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"),
-    "llama-2": ("{% if messages[0]['role'] == 'system' %}{% set system = messages[0]['content'] %}"
-                "{% set turns = messages[1:] %}{% else %}{% set system = none %}{% set turns = messages %}{% endif %}"
-                "{% for m in turns %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-                "{{ raise_exception('llama-2 wants user and assistant turns in turn, after one system turn') }}{% endif %}"
-                "{% if m['role'] == 'user' %}{% set content = m['content'] if system is none or not loop.first "
-                "else '<<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n' + m['content'] %}"
-                "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% else %}{{ ' ' }}"
-                "{% generation %}{{ m['content'].strip() + ' ' + eos_token }}{% endgeneration %}{% endif %}{% endfor %}"),
-    "phi-3": ("{{ bos_token }}{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' }}{% if m['role'] == 'assistant' %}"
-              + _answer("'<|end|>'") + "{{ '\\n' }}{% else %}{{ m['content'] + '<|end|>\\n' }}{% endif %}{% endfor %}"
-              "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"),
+FAMILY_TEMPLATES = {  # a family's name: its template in llama.cpp's models/templates/ (fetched from the hub id beside it)
+    "llama-3": "meta-llama-Llama-3.1-8B-Instruct.jinja",  # meta-llama/Llama-3.1-8B-Instruct
+    "qwen2.5": "Qwen-Qwen2.5-7B-Instruct.jinja",  # Qwen/Qwen2.5-7B-Instruct
+    "qwen3": "Qwen-Qwen3-0.6B.jinja",  # Qwen/Qwen3-0.6B (thinking)
+    "phi-3.5": "microsoft-Phi-3.5-mini-instruct.jinja",  # microsoft/Phi-3.5-mini-instruct
+    "gemma-4": "google-gemma-4-31B-it.jinja",  # google/gemma-4-31B-it
 }
+TEMPLATES = ("chatml", *FAMILY_TEMPLATES)  # the names `tokenize.chat_template` takes beside "auto"
+
+def named_template(name:str # "chatml" or a key of `FAMILY_TEMPLATES`
+                  ) -> str:
+    "The chat template called `name`: ChatML, or the family's own as llama.cpp's source ships it."
+    if name == "chatml": return CHATML
+    if name not in FAMILY_TEMPLATES:
+        raise ConfigError(f"tokenize.chat_template={name!r} is none of auto, {', '.join(TEMPLATES)}")
+    return (llama_models_dir()/"templates"/FAMILY_TEMPLATES[name]).read_text()
 
 # %% ../nbs/08_chat.ipynb #ch000011
 _MARKER = re.compile(r"\{%(-?)\s*(end)?generation\s*(-?)%\}")  # groups: whitespace control, end, whitespace control
@@ -72,8 +69,19 @@ def _one_call(template:str) -> str:
         return "{%" + m[1] + " if true %}{{ '" + (_CLOSE if m[2] else _OPEN) + "' }}{% endif " + m[3] + "%}"
     return "{% for messages in llm_nb_chats %}{{ '" + _NEXT + "' }}" + _MARKER.sub(mark, template) + "{% endfor %}"
 
+def _mark_answers(chat:list) -> list:
+    "`chat` with each answer's text between `_OPEN` and `_CLOSE`, inside its outer whitespace (which a template may trim)."
+    def mark(c):
+        core = c.strip()
+        at = len(c) - len(c.lstrip()) if core else len(c)
+        return c[:at] + _OPEN + core + _CLOSE + c[at + len(core):]
+    return [m | dict(content=mark(m["content"])) if m["role"] == "assistant" and isinstance(m.get("content"), str) else m
+            for m in chat]
+
 def _split_answers(text:str) -> tuple[str, list]:
-    "`text` without the answer marks, and the [start, end) characters of each answer."
+    "`text` without the answer marks, and the [start, end) characters of each answer; a `ValueError` when they do not pair."
+    if re.findall("[\ue000\ue001]", text) != [_OPEN, _CLOSE] * text.count(_OPEN):
+        raise ValueError("the chat template moves or drops part of an answer: its start and end marks do not pair")
     parts, spans = text.split(_OPEN), []
     out, at = [parts[0]], len(parts[0])
     for p in parts[1:]:
@@ -83,22 +91,43 @@ def _split_answers(text:str) -> tuple[str, list]:
         at += len(answer) + len(rest)
     return "".join(out), spans
 
+def _checked(chat:list, rendered:tuple[str, list]) -> tuple[str, list]:
+    "`rendered` (text, spans) of `chat` by a template without markers; a `ValueError` when its answers are not as written."
+    text, spans = rendered
+    want = [m["content"].strip() for m in chat if m["role"] == "assistant" and isinstance(m.get("content"), str)]
+    got = [text[a:b] for a, b in spans]
+    if got != want:
+        raise ValueError(f"the chat template does not write the answers as they are ({len(got)} found for {len(want)}; "
+                         f"first one written otherwise: {next(((w, g) for w, g in zip(want, got) if w != g), None)!r}): "
+                         "it drops a turn or rewrites an answer; give it generation markers, or set tokenize.train_on: all")
+    return rendered
+
+def _render_one(template:str, chat:list, special:dict) -> tuple[str, list]:
+    "(text, answer character spans) of `chat` in a Jinja call of its own: transformers' mask for a template with markers."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    if has_markers(template):
+        (text,), (spans,) = render_jinja_template(conversations=[chat], chat_template=template,
+                                                  return_assistant_tokens_mask=True, **special)
+        return text, [tuple(s) for s in spans]
+    (text,), _ = render_jinja_template(conversations=[_mark_answers(chat)], chat_template=template, **special)
+    return _checked(chat, _split_answers(text))
+
 def _render_batch(template:str, chats:list, special:dict) -> list[tuple[str, list]]:
     "(text, answer character spans) of each conversation, from one Jinja call."
     from transformers.utils.chat_template_utils import render_jinja_template
-    (text,), _ = render_jinja_template(conversations=[[]], chat_template=_one_call(template), llm_nb_chats=chats, **special)
-    return [_split_answers(t) for t in text.split(_NEXT)[1:]]
+    marked = has_markers(template)
+    (text,), _ = render_jinja_template(conversations=[[]], chat_template=_one_call(template), **special,
+                                       llm_nb_chats=chats if marked else [_mark_answers(c) for c in chats])
+    out = [_split_answers(t) for t in text.split(_NEXT)[1:]]
+    return out if marked else [_checked(c, r) for c, r in zip(chats, out)]
 
 @functools.lru_cache(maxsize=16)
 def _renders_alike(template:str, special:tuple) -> bool:
-    "Whether one batched call renders the probes (those the template accepts) as transformers does, answers included."
-    from transformers.utils.chat_template_utils import render_jinja_template
+    "Whether one batched call renders the probes (those the template accepts) as one call each does, answers included."
     want, probes = [], []
     for p in (PROBE, PROBE[1:], PROBE[1:3]):
-        try: (text,), (spans,) = render_jinja_template(conversations=[p], chat_template=template,
-                                                      return_assistant_tokens_mask=True, **dict(special))
+        try: want.append(_render_one(template, p, dict(special)))
         except Exception: continue  # a template may refuse a probe (e.g. a system turn)
-        want.append((text, [tuple(s) for s in spans]))
         probes.append(p)
     try: return bool(probes) and _render_batch(template, probes, dict(special)) == want
     except Exception: return False
@@ -126,24 +155,48 @@ def _render_each(tok, template:str, chats:list) -> tuple[list, list]:
                                   return_assistant_tokens_mask=True)
     return out["input_ids"], [_mask_runs(m) for m in out["assistant_masks"]]
 
+def _closers(tok) -> tuple[str, ...]:
+    "The special tokens of `tok` as text, longest first: what may close an answer."
+    names = set(tok.all_special_tokens) | {t.content for t in tok.added_tokens_decoder.values() if t.special}
+    return tuple(sorted(names, key=len, reverse=True))
+
+_SPACES = re.compile(" *")
+
+def _closed(text:str, spans:list, closers:tuple) -> list:
+    "Each answer's [start, end) reaching over the special token that closes it (after spaces), where one does."
+    out = []
+    for a, b in spans:
+        at = _SPACES.match(text, b).end()
+        hit = next((c for c in closers if text.startswith(c, at)), None)
+        out.append((a, at + len(hit)) if hit else (a, b))
+    return out
+
 def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its offsets)
-                 template:str, # a chat template with generation markers
+                 template:str, # a chat template, with generation markers or without
                  chats:list, # conversations, each `[{role, content}]`
                  train_on:str="assistant" # which tokens are trained: see `trained_labels`
                 ) -> dict:
     "{'input_ids', 'labels'} of each conversation rendered by `template`; labels are -100 where no loss is taken."
     from jinja2 import TemplateError
-    special = tuple(sorted(tok.special_tokens_map.items()))
-    ids = None
-    plain = all(isinstance(m.get("content"), str) and not _PRIVATE.search(m["content"]) for c in chats for m in c)
-    if plain and _renders_alike(template, special):
+    special, marked = tuple(sorted(tok.special_tokens_map.items())), has_markers(template)
+    texts = [m["content"] for c in chats for m in c if isinstance(m.get("content"), str)]
+    private = any(_PRIVATE.search(t) for t in texts)
+    if private and not marked: raise ValueError("a message holds a private-use character (U+E000-U+E002), which marks "
+                                                "the answers of a chat template without generation markers")
+    batch = not private and (not marked or len(texts) == sum(map(len, chats)))  # markers: text contents only
+    rendered = None
+    if batch and _renders_alike(template, special):
         try: rendered = _render_batch(template, chats, dict(special))
         except (TemplateError, ValueError): pass  # one by one below: the error is the conversation's own
-        else:
-            encs = tok.backend_tokenizer.encode_batch([t for t, _ in rendered], add_special_tokens=False)
-            ids = [e.ids for e in encs]
-            answers = [[_token_range(e, *s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
-    if ids is None: ids, answers = _render_each(tok, template, chats)
+    if rendered is None and not marked: rendered = [_render_one(template, c, dict(special)) for c in chats]
+    if rendered is None: ids, answers = _render_each(tok, template, chats)
+    else:
+        if not marked:
+            closers = _closers(tok)
+            rendered = [(t, _closed(t, spans, closers)) for t, spans in rendered]
+        encs = tok.backend_tokenizer.encode_batch([t for t, _ in rendered], add_special_tokens=False)
+        ids = [e.ids for e in encs]
+        answers = [[_token_range(e, *s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
     return {"input_ids": ids, "labels": [trained_labels(x, a, train_on) for x, a in zip(ids, answers)]}
 
 # %% ../nbs/08_chat.ipynb #ch000019
@@ -166,23 +219,9 @@ def show_trained(tok, # the tokenizer that made `ids`
             start = i
     return Trained("".join(runs))
 
-# %% ../nbs/08_chat.ipynb #ch000024
-def _render(tok, template:str, chat:list) -> str|None:
-    "`chat` rendered by `template`; None when the template refuses it (e.g. a system turn)."
-    from jinja2 import TemplateError
-    try: return tok.apply_chat_template(chat, chat_template=template, tokenize=False)
-    except (TemplateError, ValueError): return None
-
-def same_as_named(tok, # a tokenizer
-                  template:str # a template without markers, e.g. the model's own
-                 ) -> str|None:
-    "The name of the template in `TEMPLATES` that renders the probe (with and without its system turn) as `template` does."
-    for name, t in TEMPLATES.items():
-        if all(_render(tok, template, c) == _render(tok, t, c) is not None for c in (PROBE, PROBE[1:])): return name
-
 # %% ../nbs/08_chat.ipynb #ch000025
 def end_of_turn(tok, # the tokenizer
-                template:str # a chat template with generation markers
+                template:str # a chat template
                ) -> int:
     "The id of the token that closes each answer; a `ConfigError` when that is not a special token of `tok`."
     r = render_chats(tok, template, [PROBE[1:3]])
@@ -196,16 +235,12 @@ def end_of_turn(tok, # the tokenizer
 
 # %% ../nbs/08_chat.ipynb #ch000027
 def chat_template(tok, # the model's tokenizer
-                  name:str="auto" # `tokenize.chat_template`: "auto" (the model's own) or a key of `TEMPLATES`
+                  name:str="auto" # `tokenize.chat_template`: "auto" (the model's own) or one of `TEMPLATES`
                  ) -> str:
-    "The training template (with generation markers) for `tok`; a `ConfigError` saying what to set when there is none."
-    if name != "auto": t = TEMPLATES[name]
-    elif not (own := tok.chat_template): raise ConfigError(
+    "The training template for `tok`; a `ConfigError` saying what to set when there is none or it does not fit `tok`."
+    if name != "auto": t = named_template(name)
+    elif not (t := tok.chat_template): raise ConfigError(
         f"tokenize.chat_template=auto: the model has no chat template of its own: set one of {', '.join(TEMPLATES)}")
-    elif has_markers(own): t = own
-    elif (named := same_as_named(tok, own)): t = TEMPLATES[named]
-    else: raise ConfigError("tokenize.chat_template=auto: the model's own template has no {% generation %} markers and "
-                            f"renders like none of {', '.join(TEMPLATES)}: set the one of its family, or tokenize.train_on: all")
     end_of_turn(tok, t)
     return t
 
@@ -215,6 +250,14 @@ def stop_ids(tok, # the tokenizer
             ) -> list[int]:
     "The ids generation should stop at: EOS and the end-of-turn token of `template`."
     return list(dict.fromkeys([tok.eos_token_id, end_of_turn(tok, template)]))
+
+def chat_stops(tok # a tokenizer, with the chat template it was trained with or none
+              ) -> list[int]:
+    "`stop_ids` of `tok`'s own chat template; EOS alone when it has none or its answers end in no special token."
+    from jinja2 import TemplateError
+    if not tok.chat_template: return [tok.eos_token_id]
+    try: return stop_ids(tok, tok.chat_template)
+    except (ConfigError, TemplateError, ValueError): return [tok.eos_token_id]
 
 # %% ../nbs/08_chat.ipynb #ch000030
 def fit_turns(tok, # the tokenizer

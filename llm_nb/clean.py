@@ -909,6 +909,7 @@ CLEAN = Stage("clean", reads=("ingest/parts",), writes=[f"clean/{f}" for f in OU
               watch=lambda cfg, run: [run.path(p) for _, p in evaluation_files(cfg)])
 # its runner picks the engine (`clean_datatrove`)
 
+# %% ../nbs/12_clean.ipynb #cs000001
 def run_eval_grams(cfg, # the run's `Config`
                    run # the run its paths are in
                   ) -> EvalGrams|None:
@@ -926,6 +927,7 @@ def run_eval_grams(cfg, # the run's `Config`
     for name, p in files: eg.tasks[name]["path"] = p  # as configured (`{run}/...`): the same wherever the run is
     return eg
 
+# %% ../nbs/12_clean.ipynb #cs000002
 def _per_source(rows:list[tuple], kept:dict) -> dict:
     "{source: {rows_in, kept, rejected: {reason: rows}}} from the rejected rows' (source, reason, rows) and the kept ones'."
     out = {}
@@ -939,6 +941,7 @@ def _decontam_stats(eg:EvalGrams|None, rejected:dict) -> dict:
     if eg is None: return {}
     return dict(ngram=eg.n, tasks={t: dict(v, rejected=rejected.get(f"contaminated:{t}", 0)) for t, v in eg.tasks.items()})
 
+# %% ../nbs/12_clean.ipynb #cs000003
 # rows of each language (py3langid's code in `lang`) in the written files, kept and all, most rows first
 LANGUAGES = """SELECT lang, count(*) AS n, count(*) FILTER (WHERE kept) FROM (
                    SELECT lang, true AS kept FROM read_parquet(?) UNION ALL SELECT lang, false FROM read_parquet(?))
@@ -965,6 +968,7 @@ def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
     if not c["invariant_ok"]: raise RuntimeError(f"clean lost rows: the files hold {counts}, the tables {counted}")
     return stats
 
+# %% ../nbs/12_clean.ipynb #cs000004
 def _rows_kept(con, col:str # `source` or `lang`
               ) -> dict:
     "{value of `col`: {rows_in, kept}} from the tables `scored` and `kept`, most rows first (NULL left out)."
@@ -973,12 +977,14 @@ def _rows_kept(con, col:str # `source` or `lang`
                            WHERE s.v IS NOT NULL ORDER BY s.n DESC, s.v""")
     return {v: dict(rows_in=n, kept=k) for v, n, k in rows}
 
+# %% ../nbs/12_clean.ipynb #cs000005
 def _terms_and_plot(drawn:dict, texts:list[str], path:Path) -> list:
     "The top terms of `texts`, then the plot of `drawn` with them; the terms."
     drawn["top_terms"] = top_terms(texts)
     plot_stats(drawn, path)
     return drawn["top_terms"]
 
+# %% ../nbs/12_clean.ipynb #cs000006
 def write_outputs(con, ccfg, out:Path, engine:dict, eg:EvalGrams|None=None) -> dict:
     "From the tables `scored`, `first_copies`, `deduped`, `near_dups`: the files of `OUTPUTS` in `out`; the stats."
     _kept_table(con)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/92_cli.ipynb #cl000005
 from __future__ import annotations
-import argparse, contextlib, errno, json, os, signal, sys, threading
+import argparse, contextlib, errno, json, os, signal, sys, threading, time
 from pathlib import Path
 import httpx, yaml
 from fastcore.imports import in_ipython
@@ -14,8 +14,9 @@ from .lineage import format_lineage, lineage, write_dvc
 from .env import env_report, recommend
 
 # %% auto #0
-__all__ = ['DESCRIPTION', 'EXPECTED', 'parse_sets', 'bench_cli', 'serve_cli', 'exporter_cli', 'dvc_cli', 'lineage_cli',
-           'doctor_cli', 'bench_failed', 'error_line', 'main', 'launch_cli']
+__all__ = ['DESCRIPTION', 'EXPECTED', 'parse_sets', 'bench_cli', 'serve_cli', 'exporter_cli', 'dvc_cli', 'seed_list',
+           'lineage_cli', 'families_cli', 'doctor_cli', 'bench_failed', 'error_line', 'main', 'verify_table',
+           'verify_cli', 'launch_cli']
 
 # %% ../nbs/92_cli.ipynb #df6e554e
 def parse_sets(sets:list[str]) -> dict:
@@ -143,8 +144,15 @@ def dvc_cli(config:str, # the config file
 # %% ../nbs/92_cli.ipynb #eea66edf
 DESCRIPTION = "raw text → fine-tuned, quantized, served, benchmarked LLM"
 
+def seed_list(text:str) -> list[int]:
+    "`--seeds 0,1,2` → [0, 1, 2]; argparse's error (exit status 2) for anything but distinct integers."
+    try: seeds = [int(s) for s in text.split(",")]
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if len(set(seeds)) < len(seeds): raise argparse.ArgumentTypeError(f"{text!r} names a seed twice")
+    return seeds
+
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, lineage, doctor, dvc, bench, serve, exporter and launch."
+    "The `llm_nb` argument parser: demo, run, check, env, lineage, verify, doctor, families, dvc, bench, serve, exporter, launch."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     ap.add_argument("--debug", action="store_true", help="let errors through with their traceback (LLM_NB_DEBUG=1 too)")
@@ -158,11 +166,18 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--stages", help="comma-separated stages to run (an unknown name is refused with the list)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
         p.add_argument("--force", action="store_true", help="run every chosen stage, even those whose result holds")
+        p.add_argument("--seeds", type=seed_list, help="comma-separated seeds: one run each in NAME/seed-K, then "
+                                                       "NAME/summary.md with each score's mean and 95 %% interval")
     sub.add_parser("check", help="validate a config").add_argument("config")
     sub.add_parser("env", help="hardware/software report and recommendations")
     sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
+    sub.add_parser("verify", help="hash every output a run's manifest records; exit 1 naming each that differs or is "
+                                  "gone").add_argument("run", help="the run folder")
     sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
-        "config", nargs="?", help="default: the demo config")
+        "config", nargs="?", help="a config (default: the demo config), or a model folder: its family, template, GGUF, vLLM")
+    fam = sub.add_parser("families", help="each real model family through mask, LoRA, GGUF, Q8_0, the served prompt, parity")
+    fam.add_argument("out", help="the folder for families.md and families.json")
+    fam.add_argument("--only", help="comma-separated families (default: all)")
     d = sub.add_parser("dvc", help="write dvc.yaml, params.yaml and code.yaml for a config; `dvc repro` runs them")
     d.add_argument("config")
     d.add_argument("--project", help="the DVC project folder (default: here)")
@@ -191,8 +206,15 @@ def lineage_cli(file:str) -> int:
     except (FileNotFoundError, ValueError) as e: raise ConfigError(f"lineage: {e}") from None
     return 0
 
+def families_cli(out:str, only:str|None) -> int:
+    "`llm_nb families OUT`: the family matrix written to OUT and printed; exit status 1 when a stage fails for a family."
+    from llm_nb.family_matrix import family_matrix, matrix_markdown
+    rows = family_matrix(Path(out), only.split(",") if only else None)
+    print(matrix_markdown(rows))
+    return int(any(not c.startswith("✅") for r in rows for c in r.cells.values()))
+
 def doctor_cli(config:str|None) -> int:
-    "`llm_nb doctor [CONFIG]`: print every check's verdict; exit status 1 when one fails."
+    "`llm_nb doctor [CONFIG | MODEL_FOLDER]`: print every check's verdict; exit status 1 when one fails."
     from llm_nb.doctor import doctor
     verdicts = doctor(Path(config) if config else None)
     print("\n".join(map(str, verdicts)))
@@ -226,7 +248,9 @@ def _run_command(a:argparse.Namespace) -> int:
         print(f"{a.config}: OK")
         return 0
     if a.cmd == "lineage": return lineage_cli(a.file)
+    if a.cmd == "verify": return verify_cli(a.run)
     if a.cmd == "doctor": return doctor_cli(a.config)
+    if a.cmd == "families": return families_cli(a.out, a.only)
     if a.cmd == "dvc": return dvc_cli(a.config, a.project)
     sets = parse_sets(a.set)
     if a.cmd == "bench": return bench_cli(a, sets)
@@ -237,7 +261,7 @@ def _run_command(a:argparse.Namespace) -> int:
         sets.update({k: v for k, v in (("run.root", a.root), ("run.name", a.name)) if v})
     cfg = load_config(demo_config_path() if a.cmd == "demo" else Path(a.config), **sets)
     from llm_nb.pipeline import run_pipeline
-    run_pipeline(cfg, a.stages.split(",") if a.stages else None, force=a.force)
+    run_pipeline(cfg, a.stages.split(",") if a.stages else None, force=a.force, seeds=a.seeds)
     return 0
 
 def main(argv:list[str]|None=None) -> int:
@@ -248,6 +272,35 @@ def main(argv:list[str]|None=None) -> int:
         if not (isinstance(e, EXPECTED) or bench_failed(e)) or a.debug or os.environ.get("LLM_NB_DEBUG") == "1": raise
         print(f"llm_nb: error: {error_line(e)}", file=sys.stderr)
         return 2 if isinstance(e, ConfigError) else 1
+
+# %% ../nbs/92_cli.ipynb #vf000002
+def verify_table(run:Run, # the run folder
+                 problems:dict # {file: what is wrong}, as `Run.output_problems` says it
+                ) -> str:
+    "A Markdown table: for each stage, its recorded output files, their GB, and how many hash as recorded, differ, or are gone."
+    rows = {}
+    for key, r in run.recorded_outputs().items():
+        row = rows.setdefault(r["stage"], [0, 0, 0, 0, 0])
+        gone = not (run.dir/key).exists()
+        row[0] += 1; row[1] += r["bytes"]; row[2 + (key in problems) + gone] += 1
+    lines = ["| stage | files | GB | as recorded | differ | gone |", "|---|--:|--:|--:|--:|--:|"]
+    return "\n".join(lines + [f"| {s} | {n} | {b / 1e9:.3f} | {ok} | {bad} | {gone} |"
+                               for s, (n, b, ok, bad, gone) in rows.items()])
+
+def verify_cli(folder:str # the run folder
+              ) -> int:
+    "`llm_nb verify RUN`: hash every output the run's manifest records; 1, naming each file, when one differs or is gone."
+    d = Path(folder)
+    if not (d/"manifest.json").is_file(): raise ConfigError(f"verify: {d} is not a run folder (it has no manifest.json)")
+    run = Run(d, None)
+    recorded, t0 = run.recorded_outputs(), time.perf_counter()
+    problems = run.output_problems([run.dir/k for k in recorded])
+    gb = sum(r["bytes"] for r in recorded.values()) / 1e9
+    print(verify_table(run, problems))
+    print(f"verify: hashed {len(recorded)} recorded files ({gb:.3f} GB) in {time.perf_counter() - t0:.1f} s")
+    for key, why in problems.items(): print(f"{key}: {why}")
+    if problems: print(f"verify: {len(problems)} of {len(recorded)} files are not what their stage recorded")
+    return int(bool(problems))
 
 # %% ../nbs/92_cli.ipynb #5a1c0e02
 def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments

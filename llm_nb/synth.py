@@ -261,20 +261,19 @@ def _pdf_page(pdf, page:dict):
     if page.get("scan"):
         pdf.image(img := scan_image(page["scan"]), x=10, y=20, w=190)
         pdf.set_y(20 + 190 * img.height / img.width + 5)  # the page's text (a partial text layer) below the scan
-    if page.get("text"):
-        mirrors = {"left-right": ((pdf.w / 2, 0), "NORTH"), "top-bottom": ((0, pdf.h / 2), "EAST")}  # fpdf2's terms
-        mirror = mirrors.get(page.get("mirrored"))
-        with pdf.mirror(*mirror) if mirror else contextlib.nullcontext():  # across the page's middle line
-            if page.get("glyphs"): _glyph_by_glyph(pdf, page["text"], page.get("spacing", 0))
-            else:
-                pdf.set_char_spacing(page.get("spacing", 0))  # points after every glyph, spaces included
-                pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
-                pdf.set_char_spacing(0)
-    if page.get("table"):
-        with pdf.table() as t:
-            for row in page["table"]:
-                cells = t.row()
-                for c in row: cells.cell(c)
+    mirrors = {"left-right": ((pdf.w / 2, 0), "NORTH"), "top-bottom": ((0, pdf.h / 2), "EAST")}  # fpdf2's terms
+    mirror = mirrors.get(page.get("mirrored"))
+    with pdf.mirror(*mirror) if mirror else contextlib.nullcontext():  # across the page's middle line
+        if page.get("glyphs"): _glyph_by_glyph(pdf, page.get("text", ""), page.get("spacing", 0))
+        else:
+            pdf.set_char_spacing(page.get("spacing", 0))  # points after every glyph, spaces included
+            if page.get("text"): pdf.multi_cell(0, 6, page["text"], new_x="LMARGIN", new_y="NEXT")
+        if page.get("table"):  # spaced and mirrored as the text is
+            with pdf.table() as t:
+                for row in page["table"]:
+                    cells = t.row()
+                    for c in row: cells.cell(c)
+        pdf.set_char_spacing(0)
 
 def sample_pdf(path:str|Path, # the PDF to write
                pages:list[dict], # a dict per page: `text`, `table`, `scan`, `spacing`, `glyphs`, `mirrored`; {}: blank

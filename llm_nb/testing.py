@@ -10,12 +10,13 @@ from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .config import Config, demo_config, load_config
 from .run import Run
-from .env import peft_quietly
+from .env import cuda_available, peft_quietly
 
 # %% auto #0
-__all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'project_root', 'run_until',
-           'MissingComponent', 'have', 'send_json', 'send_event', 'StandIn', 'whole_answer', 'FakeOpenAI',
-           'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer', 'fake_pynvml', 'wandb_log']
+__all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'SKIPPED', 'GPU_EXPECTED', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD',
+           'project_root', 'run_until', 'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn',
+           'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
+           'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
@@ -52,6 +53,9 @@ TEXT_ONLY = {"synth.n_instructions": 0, "synth.n_heldout_instructions": 0, "eval
              "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources if s.name != "instructions"]}
 
 # %% ../nbs/04_testing.ipynb #te000002
+SKIPPED = "skipped: "  # how a cell that stepped aside starts its line (tools/run_nbs.py and tools/test.sh count them)
+GPU_EXPECTED = "LLM_NB_GPU"  # "1" where a CUDA GPU must be there (tools/gpu_check.sh): `need_gpu` raises without one
+
 class MissingComponent(RuntimeError):
     "A real component is missing where CI must have it."
 
@@ -62,7 +66,17 @@ def have(what:str, # the component, e.g. "promtool"
     "Whether `found`; if not, print one `skipped:` line naming `what` and `fix`, or under CI raise `MissingComponent`."
     if found: return True
     if os.environ.get("CI"): raise MissingComponent(f"{what} is not installed under CI, where it must be: {fix}")
-    print(f"skipped: {what} is not installed here ({fix}): the cells that need it step aside")
+    print(f"{SKIPPED}{what} is not installed here ({fix}): the cells that need it step aside")
+    return False
+
+def need_gpu(what:str # what the cell does on a GPU, e.g. "CUDA-event timing against perf_counter"
+            ) -> bool:
+    """Whether torch sees a CUDA GPU; if not, one `skipped:` line naming `what`. Not raised under CI (no CI machine has
+    a GPU); raised (`MissingComponent`) where `LLM_NB_GPU=1` says a GPU must be there."""
+    if cuda_available(): return True
+    if os.environ.get(GPU_EXPECTED) == "1":
+        raise MissingComponent(f"{what}: torch sees no CUDA GPU, where {GPU_EXPECTED}=1 says there must be one")
+    print(f"{SKIPPED}{what}: no CUDA GPU here (tools/gpu_check.sh runs the `#| gpu` cells on one): the cell steps aside")
     return False
 
 # %% ../nbs/04_testing.ipynb #d4c695e3
@@ -89,9 +103,10 @@ class _Server(ThreadingHTTPServer):
         if not isinstance(sys.exc_info()[1], ConnectionError): super().handle_error(request, client_address)
 
 class _Handler(BaseHTTPRequestHandler):
-    "Hands each request to the `StandIn` that owns the server; HTTP/1.1 keep-alive, no logging."
+    "Hands each request to the `StandIn` that owns the server; HTTP/1.1 keep-alive, logged only if it asks."
     protocol_version, disable_nagle_algorithm = "HTTP/1.1", True
-    def log_message(self, *args): pass
+    def log_message(self, *args):
+        if self.server.stand_in.access_log: super().log_message(*args)
     def do_GET(self): self.server.stand_in.do_GET(self)
     def do_POST(self): self.server.stand_in.do_POST(self)
 
@@ -99,6 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
 class StandIn:
     "A threaded HTTP server on 127.0.0.1 for tests; subclasses define `do_GET(h)` and/or `do_POST(h)`."
     host = "127.0.0.1"
+    access_log = False  # True: a line per request on stderr, as http.server writes (a stand-in process's log)
     def do_GET(self, h): send_json(h, {"error": "not found"}, 404)
     def do_POST(self, h): send_json(h, {"error": "not found"}, 404)
 
@@ -146,12 +162,13 @@ class FakeOpenAI(StandIn):
     "An OpenAI-compatible streaming server with fixed timings and failure modes chosen by path prefix."
     def __init__(self, ttft:float=0.05, # seconds from the request to the first chunk
                  itl:float=0.02, # seconds between chunks
-                 tokens:list[str]|None=None, # the text of each chunk (default: `max_tokens` × " tok")
+                 tokens:list[str]|None=None, # the text of each token (default: `max_tokens` × " tok")
                  tail:float=0.0, # seconds between the last chunk and the usage chunk
                  model:str="model", # the name `/v1/models` lists
-                 arrivals:str|None=None): # a file: each POST's arrival (`time.perf_counter()`) appended as a line
+                 arrivals:str|None=None, # a file: each POST's arrival (`time.perf_counter()`) appended as a line
+                 per_chunk:int=1): # tokens a chunk carries: > 1 is a server that sends its tokens together
         self.ttft, self.itl, self.tokens, self.tail, self.model = ttft, itl, tokens, tail, model
-        self.arrivals = arrivals
+        self.arrivals, self.per_chunk = arrivals, per_chunk
         self.requests = []  # every request body received, in order
 
     def do_GET(self, h):
@@ -183,13 +200,14 @@ def _choice(text:str, chat:bool, last:bool) -> dict:
 # %% ../nbs/04_testing.ipynb #b839aed7
 @patch
 def _stream(self:FakeOpenAI, h, tokens:list[str], chat:bool, mode:str) -> bool:
-    "Send one chunk per token on the fixed schedule; False if the connection was dropped (`/drop`)."
+    "Send the tokens, `per_chunk` a chunk, on the fixed schedule; False if the connection was dropped (`/drop`)."
     t0 = time.perf_counter()
     delay = self.ttft + (SLOW_EXTRA if mode == "slow" else 0)
-    for i, text in enumerate(tokens):
+    for i, at in enumerate(range(0, len(tokens), self.per_chunk)):
         time.sleep(max(0.0, t0 + delay + i * self.itl - time.perf_counter()))
         kind = "chat.completion.chunk" if chat else "text_completion"
-        send_event(h, {"id": "x", "object": kind, "choices": [_choice(text, chat, i == len(tokens) - 1)]})
+        text, last = "".join(tokens[at:at + self.per_chunk]), at + self.per_chunk >= len(tokens)
+        send_event(h, {"id": "x", "object": kind, "choices": [_choice(text, chat, last)]})
         if mode == "drop" and i + 1 == DROP_AFTER:
             h.connection.shutdown(socket.SHUT_RDWR)
             h.close_connection = True
@@ -198,7 +216,7 @@ def _stream(self:FakeOpenAI, h, tokens:list[str], chat:bool, mode:str) -> bool:
 
 @patch
 def _finish(self:FakeOpenAI, h, tokens:list[str], mode:str):
-    "After `tail` s: the usage chunk (tokens = chunks with text) and `[DONE]`, unless `/cut`; then end the body."
+    "After `tail` s: the usage chunk (tokens = those with text) and `[DONE]`, unless `/cut`; then end the body."
     if mode != "cut":
         time.sleep(self.tail)
         n = sum(bool(t) for t in tokens)

@@ -2,6 +2,7 @@
 import pytest
 from conftest import llm_nb_cmd
 from llm_nb.cli import main
+from llm_nb.config import ConfigError, load_config
 
 BAD = {  # case: (config, what its one error line says; DATA = a folder holding reviews.csv with columns id, review)
     "memory_limit": ("clean:\n  memory_limit: lots\n", "cfg.yaml:2: clean.memory_limit: not a size"),
@@ -70,3 +71,17 @@ def test_check_command_refuses(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"llm_nb: error: {p}:2: serve.port: Input should be less than or equal "
                                              "to 65535 (got 70000)"]
+
+def test_alias_bomb_refused_at_once(tmp_path):
+    "A 'billion laughs' (9 levels of 9 aliases: 9⁹ values) is refused in well under a second, at its file and line."
+    import subprocess, time
+    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"] + [f"{c}: &{c} [{','.join(['*' + p] * 9)}]"
+                                             for p, c in zip("abcdefgh", "bcdefghi")]
+    p = tmp_path/"cfg.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    t = time.monotonic()
+    says = r"cfg.yaml:6: aliases expand this value to 597,871 values, more than the 100,000 a config may hold"
+    with pytest.raises(ConfigError, match=says): load_config(p)
+    assert time.monotonic() - t < 0.5
+    r = subprocess.run(["llm_nb", "check", str(p)], capture_output=True, text=True, timeout=60)  # was: busy for minutes
+    assert r.returncode == 2 and r.stderr.startswith(f"llm_nb: error: {p}:6: aliases expand"), r.stderr

@@ -1,5 +1,5 @@
 "The `llm_nb` command as a user types it: bad configs give one line per problem naming the key, and exit 2."
-import json
+import json, os
 from conftest import llm_nb_cmd
 
 def write(tmp_path, text):
@@ -87,3 +87,21 @@ def test_makefile_targets_are_thin_cli_calls(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         assert json.loads((tmp_path/"m"/"report.json").read_text())["summary"]["stages_run"] == expected, r.stdout
     assert make("lineage").returncode == 2  # FILE= missing: said, not guessed
+
+def test_verify_names_a_same_size_change_with_its_mtime_put_back(tmp_path):
+    "`llm_nb verify` hashes in full: bytes changed in place, with the file's size and mtime as recorded, exit 1."
+    from llm_nb.config import demo_config
+    from llm_nb.run import Run
+    run = Run.create(demo_config(**{"run.root": str(tmp_path), "run.name": "r"}))
+    w = run.stage_dir("export")/"model.gguf"
+    w.write_bytes(bytes(4096))
+    run.record("export", outputs=[w])
+    r = llm_nb_cmd("verify", run.dir)
+    assert r.returncode == 0 and "| export | 1 | 0.000 | 1 | 0 | 0 |" in r.stdout, r.stdout + r.stderr
+    st = w.stat()
+    with open(w, "r+b") as f: f.seek(2048), f.write(b"\x1a" * 16)
+    os.utime(w, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert run.verify_outputs([w], full=False) == []  # the fast check trusts size and mtime
+    r = llm_nb_cmd("verify", run.dir)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "export/model.gguf: its sha256 is not the one the export stage recorded" in r.stdout.splitlines()

@@ -41,7 +41,9 @@ def test_vllm_benchmark_completions_and_chat_with_metrics(vllm_server):
     done = run_bench(cfg, run, server)
     assert (done["completed"], done["failed"], done["output_tokens"]) == (8, 0, 8 * 32), done["errors"]
     assert any(k.startswith("vllm:num_requests_running") for k in done["server_metrics"]), done["server_metrics"]
-    assert done["ttft_ms"]["median"] > 0 and done["tpot_ms"]["median"] > 0
+    assert done["ttft_ms"]["median"] > 0, done["ttft_ms"]
+    # TPOT is a number where vLLM streamed the tokens apart; where its API server sent them together, not measured
+    assert (done["tpot_ms"]["median"] > 0) if not done["tpot_itl"]["not_measured"] else done["tpot_ms"]["median"] is None
     chat = run_bench(load_config(cfg.model_dump(), **{"bench.endpoint": "chat"}), run, server)
     assert (chat["completed"], chat["failed"]) == (8, 0), chat["errors"]
 
@@ -65,19 +67,19 @@ def test_vllm_two_adapters_per_request(vllm_server):
 
 def test_vllm_with_the_adapter_answers_as_peft(vllm_server):
     """The export stage's parity prompts, as token ids, asked of vLLM with the run's adapter: PEFT's greedy answers,
-    or parted only where PEFT's top two tokens nearly tie; the base it serves beside (the adapter not applied) is
-    told apart by its log-probabilities."""
+    or parted only where PEFT's top two tokens nearly tie, on 1 of 8 at most; the base it serves beside (the adapter
+    not applied) is told apart by its log-probabilities."""
     cfg, run, server = vllm_server
     from llm_nb.model import load_tokenizer
     from llm_nb.serve_bench import served_parity, served_row
     row = served_row(cfg, run, server, "vllm + adapter")
     print(row)
-    assert row["prompts"] == 8 and (row["identical"] == 8 or row["near_tie"]), row  # parted only at a near-tie
+    assert row["prompts"] == 8 and row["verdict"] == "pass", row  # every parting a near-tie, 7 of 8 identical at least
     assert row["max_logprob_delta"] < 0.05, row
     tok = load_tokenizer(str(run.dir/"export"/"merged"))
-    base = served_parity(server, "model-base", run.dir/"export"/"parity.json", tok, "vllm, base alone")
+    base = served_parity(server, "model-base", run.dir/"export"/"parity.json", tok, "vllm, base alone", cfg.export.parity_floor)
     print(base)
-    assert base["identical"] < base["prompts"] and base["near_tie"] is False, base  # parted where no rounding reaches
+    assert base["verdict"].startswith("FAIL") and not all(p["near_tie"] for p in base["partings"]), base  # beyond rounding
 
 def test_vllm_renders_a_conversation_as_training_did(vllm_server):
     "vLLM's /tokenize of a conversation (its chat path: the tokenizer's template) gives the training ids."

@@ -1,4 +1,4 @@
-"""The watchdog meets the failures it is there for, on a stand-in server (a stdlib HTTP server, no model): a restart
+"""The watchdog meets the failures it is there for, on a stand-in server (the shared `FakeOpenAI`, no model): a restart
 that finds the port held, a server that crashes while loading, a start that never gets healthy, and a quiet period
 that gives the restart budget back. Each test takes a few seconds."""
 import contextlib, os, signal, socket, sys, threading, time
@@ -11,26 +11,22 @@ from llm_nb.serve import Server, free_port
 from conftest import wait_for
 
 FAKE = """
-import http.server, pathlib, signal, sys, time
+import pathlib, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # stopped by SIGINT even from a job that ignores it (nohup, CI)
-port, mode = int(sys.argv[1]), pathlib.Path(sys.argv[2]).read_text().strip()
+port, mode = sys.argv[1], pathlib.Path(sys.argv[2]).read_text().strip()
 if mode == "crash": sys.exit("crashed while loading the model")  # exits 1 before it answers
 if mode == "hang": time.sleep(3600)  # never answers
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-    def log_message(self, *args): pass
-http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+from llm_nb.testing import serve_fake_openai
+serve_fake_openai([port])  # healthy: GET /v1/models answers 200
 """
 
 def fake_server(d, mode:str="ok") -> tuple[Server, object]:
-    "A stand-in server answering GET /health, and the file whose text (ok, crash, hang) says how its next start goes."
+    "A stand-in server (healthy at /v1/models) and the file whose text (ok, crash, hang) says how its next start goes."
     (d/"fake.py").write_text(FAKE)
     (modef := d/"mode").write_text(mode)
     port = free_port()
     return Server([sys.executable, str(d/"fake.py"), str(port), str(modef)], f"http://127.0.0.1:{port}",
-                  d/"fake.log", health="/health", engine="fake"), modef
+                  d/"fake.log", health="/v1/models", engine="fake"), modef
 
 @contextlib.contextmanager
 def watching(server, **kw):
@@ -81,7 +77,7 @@ def test_a_restart_that_finds_the_port_held_is_tried_again(tmp_path):
         with holding(int(server.base_url.rsplit(":", 1)[1])):  # taken during the 0.5 s backoff
             _wait(lambda: wd.errors)
         _wait(lambda: _started(wd))  # the next restart, after the port is free again
-        assert httpx.get(server.base_url + "/health", timeout=5).status_code == 200
+        assert httpx.get(server.base_url + "/v1/models", timeout=5).status_code == 200
         assert (wd.restarts, wd.errors, wd.gave_up) == (2, 1, False)
     log = (tmp_path/"watchdog.log").read_text()
     assert f"pid {first}: process gone; restarting after 0.5s (restart 1)" in log
@@ -123,7 +119,7 @@ def test_a_restart_that_never_gets_healthy_times_out_and_counts(tmp_path):
         _wait(lambda: wd.gave_up)  # two starts that time out, each stopped by SIGINT
     assert (wd.restarts, wd.errors) == (2, 2)
     assert wd.reason.endswith("2 restarts within 600s spent; last error: TimeoutError: server not healthy after "
-                              f"0.5s at {server.base_url}/health"), wd.reason
+                              f"0.5s at {server.base_url}/v1/models"), wd.reason
     assert server.proc.poll() is not None  # the start that timed out stopped what it started
     assert not wd.thread.is_alive()
 

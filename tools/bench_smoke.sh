@@ -4,6 +4,8 @@
 # and does not judge its targets (they hold at full scale only), so it exits 0 when everything ran and non-zero
 # when anything crashed. One line per bench, as each ends: "ok: bench/x.py in 4s" or "FAILED: bench/x.py (exit N)"
 # followed by the last lines of its output; then a count. Exit status 1 when any failed.
+# A smoke run never judges; tests/test_bench_verdict.py checks the verdict itself: bench/pdf_source.py judged at a
+# tiny scale with a planted miss (--target-ratio 0) prints MISSED and exits 1, met exits 0.
 #
 #   bash tools/bench_smoke.sh                  # every bench/*.py but the helper module bench/_data.py
 #   bash tools/bench_smoke.sh bench/x.py ...   # those only

@@ -5,8 +5,8 @@
 #   3. every notebook but those of KERNEL_ONLY runs top to bottom in-process (nbdev_test; `#| gpu` cells run only
 #      where torch sees a GPU),
 #   4. every notebook runs top to bottom in a real Jupyter kernel, as Run All does (tools/run_nbs.py: a kernel has
-#      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells must step aside themselves;
-#      the executed notebooks are kept in _docs/executed),
+#      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells step aside themselves through
+#      llm_nb.testing.need_gpu, a counted skip; the executed notebooks are kept in _docs/executed),
 #   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
 #   6. pytest tests/ passes on two workers (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
 #   7. every bench in bench/ runs at a tiny scale (tools/bench_smoke.sh),
@@ -53,7 +53,7 @@ phase "sync checks and Slurm"
 # ones; their code outside a kernel is what pytest drives (tests/test_train.py, test_launch.py, test_serve.py,
 # test_vllm.py, test_cli.py). They took 2,009 of the 2,418 notebook-seconds of the kernel run of CI at 7f39755, and
 # as many again under nbdev_test. NBDEV_TEST=all runs every notebook under nbdev_test too.
-KERNEL_ONLY='00_quickstart|24_train|26_preference|30_evaluate|40_export|41_serve|42_bench|90_pipeline'
+KERNEL_ONLY='00_quickstart|24_train|26_preference|30_evaluate|40_export|41_serve|42_bench|90_pipeline|93_family_matrix'
 [ "${NBDEV_TEST:-}" = all ] && KERNEL_ONLY='[_.]'
 nb_names=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n')
 nb_total=$(echo "$nb_names" | wc -l)
@@ -107,20 +107,14 @@ phase "bench smoke"
 echo "--- how the notebooks read (information, not a gate) ---"
 python tools/nb_metrics.py || true
 echo "phases: $(IFS=,; echo "${phases[*]}" | sed 's/,/, /g')"
-# notebook cells that stepped aside print `skipped: WHAT is not installed here (FIX)` (llm_nb.testing.have; under CI
-# they fail instead); pytest's skips are listed by -rs
-nb_skips=$(python - <<'PY'
-import glob, json
-lines = {l.strip() for f in glob.glob("_docs/executed/*.ipynb") for c in json.load(open(f))["cells"]
-         for o in c.get("outputs", []) if o.get("output_type") == "stream"
-         for l in "".join(o.get("text", [])).splitlines() if l.startswith("skipped: ")}
-print("\n".join(sorted(lines)))
-PY
-)
+# notebook cells that stepped aside print a `skipped: ...` line, one skip each per notebook (tools/run_nbs.py --skips):
+# llm_nb.testing.have for a missing component (under CI it fails instead), need_gpu for a `#| gpu` cell without a GPU
+# (under CI too: no CI machine has one; tools/gpu_check.sh runs those cells on one); pytest's skips are listed by -rs
+nb_skips=$(python tools/run_nbs.py --skips _docs/executed)
 nb_skipped=$(echo -n "$nb_skips" | grep -c . || true)
 skipped=$((py_skipped + nb_skipped))
 if [ "$skipped" -gt 0 ]; then
-  echo "skipped (under CI each is a failure):"
+  echo 'skipped (under CI each is a failure, but a `#| gpu` cell without a GPU):'
   grep '^SKIPPED' "$py_log"
   [ -n "$nb_skips" ] && echo "$nb_skips" | sed 's/^/notebook: /'
 fi
