@@ -256,8 +256,8 @@ def run_rounds(a, srv, pfile:Path, tmp:Path, tok) -> tuple[list[dict], list[dict
 
 
 def report(a, ours:list[dict], theirs:list[dict], tmp:Path) -> dict:
-    "Print the side-by-side table of medians and the token and failure counts; the checked metrics' differences (%)."
-    get = lambda m, path: m[path[0]] if len(path) == 1 else m[path[0]][path[1]]
+    "Print the side-by-side table of medians and the token and failure counts; the checked metrics' differences (%), None where llm_nb did not measure one."
+    get = lambda m, path: m[path[0]] if len(path) == 1 else (m[path[0]] or {}).get(path[1])  # None: not measured
     fake = f"FakeOpenAI (fixed TTFT {FAKE_TTFT * 1000:g} ms, {FAKE_ITL * 1000:g} ms between tokens)"
     served = fake if a.engine == "fake" else a.model.name
     pinned = ", pinned apart from the clients" if a.client_prefix else ""
@@ -273,8 +273,14 @@ def report(a, ours:list[dict], theirs:list[dict], tmp:Path) -> dict:
     checked = {}
     for name, vk, ok in METRICS:
         v = float(np.median([t[vk] for t in theirs]))
-        o = float(np.median([get(m["as_vllm"], ok) for m in ours]))
-        u = float(np.median([get(m, ok) for m in ours]))
+        os_, us = [get(m["as_vllm"], ok) for m in ours], [get(m, ok) for m in ours]
+        if None in os_ or None in us:  # llm_nb's client saw the tokens arrive together: TPOT/ITL not measured
+            why = next((w for m in ours for x in (m, m["as_vllm"]) if (w := (x.get("tpot_itl") or {}).get("not_measured"))), "")
+            if name in CHECKED: checked[name] = None
+            print(f"| {name}{' *' if name in CHECKED else ''} | {v:.2f} | not measured | - | not measured |"
+                  + (f" ({why})" if why else ""))
+            continue
+        o, u = float(np.median(os_)), float(np.median(us))
         d = 100 * (o - v) / v
         if name in CHECKED: checked[name] = d
         print(f"| {name}{' *' if name in CHECKED else ''} | {v:.2f} | {o:.2f} | {d:+.2f}% | {u:.2f} |")
@@ -333,7 +339,9 @@ def main(argv=None):
         ours, theirs = run_rounds(a, srv, pfile, tmp, tok)
     checked, apart = report(a, ours, theirs, tmp), report_arrivals(a)
     t = Targets("peer_agreement", a.smoke)
-    for name, d in checked.items(): t.check(f"|llm_nb - vLLM| / vLLM, {name}, %", abs(d), "<=", TOLERANCE)
+    for name, d in checked.items():  # a checked figure llm_nb could not measure shows no agreement: a miss
+        if d is None: t.check(f"llm_nb measured {name} (its tokens arrived apart)", False, "==", True)
+        else: t.check(f"|llm_nb - vLLM| / vLLM, {name}, %", abs(d), "<=", TOLERANCE)
     if apart is not None: t.check("the two clients' arrival offsets apart (ms)", apart, "<=", ARRIVAL_TOLERANCE_MS)
     if a.smoke: shutil.rmtree(tmp, ignore_errors=True)  # nothing to look at later
     sys.exit(t.finish())
