@@ -4,13 +4,14 @@
 
 # %% ../nbs/08_chat.ipynb #ch000005
 from __future__ import annotations
-import functools, html, re
+import functools, html, json, os, re
 from .config import ConfigError
 from .env import llama_models_dir
 
 # %% auto #0
-__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'PROBE', 'named_template', 'has_markers', 'trained_labels', 'render_chats',
-           'Trained', 'show_trained', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
+__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'shipped_template', 'unbind', 'bind_options',
+           'named_template', 'has_markers', 'trained_labels', 'render_chats', 'Trained', 'show_trained', 'end_of_turn',
+           'shipped_name', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -29,14 +30,42 @@ FAMILY_TEMPLATES = {  # a family's name: its template in llama.cpp's models/temp
     "gemma-4": "google-gemma-4-31B-it.jinja",  # google/gemma-4-31B-it
 }
 TEMPLATES = ("chatml", *FAMILY_TEMPLATES)  # the names `tokenize.chat_template` takes beside "auto"
+TEMPLATE_OPTIONS = {"llama-3": dict(date_string="26 Jul 2024"), "qwen3": dict(enable_thinking=False),
+                    "gemma-4": dict(enable_thinking=False)}  # what each family's template is trained and served with
 
-def named_template(name:str # "chatml" or a key of `FAMILY_TEMPLATES`
-                  ) -> str:
-    "The chat template called `name`: ChatML, or the family's own as llama.cpp's source ships it."
+def shipped_template(name:str # "chatml" or a key of `FAMILY_TEMPLATES`
+                    ) -> str:
+    "The chat template called `name` as it ships: ChatML, or the family's own from llama.cpp's source."
     if name == "chatml": return CHATML
     if name not in FAMILY_TEMPLATES:
         raise ConfigError(f"tokenize.chat_template={name!r} is none of auto, {', '.join(TEMPLATES)}")
     return (llama_models_dir()/"templates"/FAMILY_TEMPLATES[name]).read_text()
+
+_BOUND = re.compile(r"\{%- set (\w+) = (.*) %\}\{# llm_nb option #\}\n")  # a line `bind_options` writes
+
+def unbind(template:str # a chat template
+          ) -> tuple[dict, str]:
+    "The options `bind_options` wrote at the top of `template` (name: Jinja literal), and the template below them."
+    options, at = {}, 0
+    while m := _BOUND.match(template, at): options[m[1]], at = m[2], m.end()
+    return options, template[at:]
+
+def bind_options(template:str, # a chat template (options bound before: kept, unless `options` sets them)
+                 options:dict # variables it reads, e.g. {"enable_thinking": False}
+                ) -> str:
+    "`template` with `options` set at its top, so that it renders with them whatever a caller passes."
+    def literal(v): return "none" if v is None else json.dumps(v, ensure_ascii=False)  # JSON's true/false/"…" are Jinja's
+    bad = [k for k in options if not str(k).isidentifier()]
+    if bad: raise ConfigError(f"tokenize.chat_template_options: {bad[0]!r} is not a template variable's name")
+    bound, body = unbind(template)
+    lines = bound | {k: literal(v) for k, v in options.items()}
+    return "".join(f"{{%- set {k} = {v} %}}{{# llm_nb option #}}\n" for k, v in lines.items()) + body
+
+def named_template(name:str, # "chatml" or a key of `FAMILY_TEMPLATES`
+                   options:dict|None=None # set over the family's `TEMPLATE_OPTIONS`
+                  ) -> str:
+    "The chat template called `name` with its family's options (and `options`) bound: what a model is trained with."
+    return bind_options(shipped_template(name), TEMPLATE_OPTIONS.get(name, {}) | (options or {}))
 
 # %% ../nbs/08_chat.ipynb #ch000011
 _MARKER = re.compile(r"\{%(-?)\s*(end)?generation\s*(-?)%\}")  # groups: whitespace control, end, whitespace control
@@ -132,6 +161,31 @@ def _renders_alike(template:str, special:tuple) -> bool:
     try: return bool(probes) and _render_batch(template, probes, dict(special)) == want
     except Exception: return False
 
+# %% ../nbs/08_chat.ipynb #chsrv001
+@functools.lru_cache(maxsize=16)
+def _prompts_as_rendered(template:str, special:tuple) -> bool:
+    "Whether `template`'s prompt for the probe's last answer begins its render of the whole probe (True where it refuses it)."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    try:
+        (full,), _ = render_jinja_template(conversations=[PROBE], chat_template=template, **dict(special))
+        (prompt,), _ = render_jinja_template(conversations=[PROBE[:-1]], chat_template=template, add_generation_prompt=True,
+                                             **dict(special))
+    except Exception: return True  # the conversation's own render says why
+    return full.startswith(prompt)
+
+def _as_served(template:str, special:dict, chat:list, rendered:tuple[str, list]) -> tuple[str, list]:
+    "(text, answer spans) of `chat` with its last answer after the template's prompt for it, where the two renders part."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    text, spans = rendered
+    if not spans or chat[-1]["role"] != "assistant": return rendered
+    (prompt,), _ = render_jinja_template(conversations=[chat[:-1]], chat_template=template, add_generation_prompt=True,
+                                         **special)
+    at = spans[-1][0]
+    kept = len(os.path.commonprefix([prompt, text[:at]]))
+    if any(b > kept for _, b in spans[:-1]): return rendered  # the prompt rewrites an earlier answer: trained as rendered
+    shift = len(prompt) - at
+    return prompt + text[at:], spans[:-1] + [(spans[-1][0] + shift, spans[-1][1] + shift)]
+
 # %% ../nbs/08_chat.ipynb #ch000040
 def _token_range(enc, # a `tokenizers.Encoding`
                  start:int, end:int # characters of its text
@@ -192,6 +246,8 @@ def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its of
     if rendered is None: ids, answers = _render_each(tok, template, chats)
     else:
         if not marked:
+            if not _prompts_as_rendered(template, special):
+                rendered = [_as_served(template, dict(special), c, r) for c, r in zip(chats, rendered)]
             closers = _closers(tok)
             rendered = [(t, _closed(t, spans, closers)) for t, spans in rendered]
         encs = tok.backend_tokenizer.encode_batch([t for t, _ in rendered], add_special_tokens=False)
@@ -234,13 +290,21 @@ def end_of_turn(tok, # the tokenizer
     return ids[last]
 
 # %% ../nbs/08_chat.ipynb #ch000027
+def shipped_name(template:str|None # a chat template
+                ) -> str|None:
+    "The name in `TEMPLATES` of the template whose shipped text `template` is, or None."
+    return next((n for n in TEMPLATES if template and unbind(template)[1] == shipped_template(n)), None)
+
 def chat_template(tok, # the model's tokenizer
-                  name:str="auto" # `tokenize.chat_template`: "auto" (the model's own) or one of `TEMPLATES`
+                  name:str="auto", # `tokenize.chat_template`: "auto" (the model's own) or one of `TEMPLATES`
+                  options:dict|None=None # `tokenize.chat_template_options`: set over the family's
                  ) -> str:
-    "The training template for `tok`; a `ConfigError` saying what to set when there is none or it does not fit `tok`."
-    if name != "auto": t = named_template(name)
-    elif not (t := tok.chat_template): raise ConfigError(
+    "The training template for `tok`, options bound; a `ConfigError` saying what to set when there is none or it does not fit."
+    if name == "auto" and not tok.chat_template: raise ConfigError(
         f"tokenize.chat_template=auto: the model has no chat template of its own: set one of {', '.join(TEMPLATES)}")
+    own = tok.chat_template if name == "auto" else named_template(name)
+    family = shipped_name(own) if name == "auto" and not unbind(own)[0] else None  # a family's template as it ships
+    t = bind_options(own, TEMPLATE_OPTIONS.get(family, {}) | (options or {}))
     end_of_turn(tok, t)
     return t
 

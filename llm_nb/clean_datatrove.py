@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000005
 from __future__ import annotations
-import getpass, json, math, shlex, shutil, subprocess, sys, time
+import functools, getpass, json, math, shlex, shutil, subprocess, sys, time
 from dataclasses import dataclass
 from pathlib import Path
 import duckdb
@@ -19,7 +19,7 @@ from .clean import (CLEAN, clean_duckdb, record_clean, connect_at, sensitive_wor
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
            'task_con', 'shard_rows', 'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide',
            'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb',
-           'SlurmSteps', 'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove', 'run_clean']
+           'slurm_steps_class', 'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove', 'run_clean']
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -276,13 +276,22 @@ def _sbatch_args(scfg) -> dict|None:
     return args or None
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000044b
-from datatrove.executor import SlurmPipelineExecutor
-
 NODE_ECHO = 'echo "on node $SLURMD_NODENAME ($(hostname))"'  # a line of each task's Slurm log
 
-class SlurmSteps(SlurmPipelineExecutor):
-    "datatrove's Slurm executor without its stats-merging job."
-    def launch_merge_stats(self): pass
+@functools.cache
+def slurm_steps_class() -> type:
+    "`SlurmSteps`, made on first use: importing datatrove's executors takes 0.2 s the DuckDB engine does not need."
+    from datatrove.executor import SlurmPipelineExecutor
+    class SlurmSteps(SlurmPipelineExecutor):
+        "datatrove's Slurm executor without its stats-merging job."
+        def launch_merge_stats(self): pass
+    SlurmSteps.__module__, SlurmSteps.__qualname__ = __name__, "SlurmSteps"  # found by name: pickled by reference
+    return SlurmSteps
+
+def __getattr__(name:str):
+    "The module's `SlurmSteps` (PEP 562: made when first asked for)."
+    if name == "SlurmSteps": return slurm_steps_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 def slurm_executors(job:CleanJob, scfg, # the `launch.slurm` config section
                     name:str) -> list: # job name prefix: the jobs are `name`-<step>
@@ -292,7 +301,7 @@ def slurm_executors(job:CleanJob, scfg, # the `launch.slurm` config section
                 mem_per_cpu_gb=mem_per_cpu_gb(job.ccfg), qos="", env_command=env, sbatch_args=_sbatch_args(scfg))
     exs = []
     for fn, n in job_steps(job):
-        exs.append(SlurmSteps([CleanStep(fn, job)], tasks=n, workers=n, job_name=f"{name}-{fn.__name__}", **asks,
+        exs.append(slurm_steps_class()([CleanStep(fn, job)], tasks=n, workers=n, job_name=f"{name}-{fn.__name__}", **asks,
                               logging_dir=_logging_dir(job, fn.__name__), depends=exs[-1] if exs else None))
     return exs
 

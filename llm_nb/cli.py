@@ -8,7 +8,7 @@ import argparse, contextlib, errno, json, os, signal, sys, threading, time
 from pathlib import Path
 import httpx, yaml
 from fastcore.imports import in_ipython
-from .config import ConfigError, load_config, demo_config_path, check_paths
+from .config import BoundedLoader, ConfigError, YamlTooLarge, load_config, demo_config_path, check_paths
 from .run import Run, RunError, disk_space, run_folder
 from .lineage import format_lineage, lineage, write_dvc
 from .env import env_report, recommend
@@ -20,12 +20,14 @@ __all__ = ['DESCRIPTION', 'EXPECTED', 'parse_sets', 'bench_cli', 'serve_cli', 'e
 
 # %% ../nbs/92_cli.ipynb #df6e554e
 def parse_sets(sets:list[str]) -> dict:
-    "`['a.b=1', ...]` → `{'a.b': 1}` with YAML typing of the values."
+    "`['a.b=1', ...]` → `{'a.b': 1}` with YAML typing of the values, read as a config file is read (`BoundedLoader`)."
     out = {}
     for s in sets or []:
         if "=" not in s: raise ConfigError(f"--set {s!r}: expected key=value")
         k, v = s.split("=", 1)
-        out[k.strip()] = yaml.safe_load(v)
+        try: out[k.strip()] = yaml.load(v, Loader=BoundedLoader)
+        except YamlTooLarge as e: raise ConfigError(f"--set {k.strip()}: {e.msg}") from None
+        except yaml.YAMLError as e: raise ConfigError(f"--set {s!r}: not valid YAML: {e}") from None
     return out
 
 # %% ../nbs/92_cli.ipynb #1f6471d8

@@ -300,6 +300,9 @@ class TokenizeCfg(Section):
     padding_side: Literal["right", "left"] = "right"  # set on the tokenizer explicitly (right for training)
     # conversations: "auto" (the model's own template), "chatml", or a family's as it ships (llm_nb.chat.TEMPLATES)
     chat_template: Literal["auto", "chatml", "llama-3", "qwen2.5", "qwen3", "phi-3.5", "gemma-4"] = "auto"
+    # variables the template reads, written into it over the family's (llm_nb.chat.TEMPLATE_OPTIONS), e.g.
+    # {enable_thinking: false}: training, lm-eval and every server render with them
+    chat_template_options: dict[str, bool|int|float|str|None] = {}
     train_on: Literal["assistant", "last_assistant", "all"] = "assistant"  # the tokens of a conversation trained on
     too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
     batch_size: int = 1000  # datasets.map batch size

@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_evaluate.ipynb #4f69fbb7
 from __future__ import annotations
-import contextlib, functools, itertools, json, logging, math, os, random
+import contextlib, functools, itertools, json, logging, math, numbers, os, random
 from pathlib import Path
 import numpy as np
 import torch
@@ -18,14 +18,16 @@ from .track import log_scores
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer
 from .tokenize import EXAMPLE_COLUMNS, collate_samples
 from .chat import chat_template, end_of_turn
+from .stats import paired_bootstrap, verdict
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
-           'LM_EVAL_DPI', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file', 'task_config',
-           'write_task', 'chat_questions', 'chat_until', 'chat_settings', 'order_windows', 'order_question',
-           'order_task', 'task_fewshot', 'task_scores', 'log_softmax', 'continuation_logprob', 'cut_at', 'LogitsLM',
-           'lm_eval_quietly', 'task_files', 'task_manager', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval',
-           'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
+           'LM_EVAL_DPI', 'PAIRED_BOOT', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file',
+           'task_config', 'write_task', 'chat_questions', 'chat_until', 'chat_settings', 'order_windows',
+           'order_question', 'order_task', 'task_fewshot', 'task_scores', 'task_items', 'log_softmax',
+           'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'task_files', 'task_manager',
+           'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval', 'paired_items', 'paired_markdown', 'write_stage_tasks',
+           'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
 IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
@@ -245,6 +247,19 @@ def task_scores(results:dict, # the `results` section of lm-eval's output
         out[t] = {m: dict(value=r[f"{m},none"], stderr=r.get(f"{m}_stderr,none")) for m in names if f"{m},none" in r}
     return out
 
+# %% ../nbs/30_evaluate.ipynb #pi000002
+def task_items(samples:dict, # lm-eval's `samples` (`log_samples=True`): {task: [a dict per question and filter]}
+               tasks # the task names asked for
+              ) -> dict:
+    "{task: {doc_id: [question ids], metric: [its value per question]}} in question order, under lm-eval's `none` filter."
+    out = {}
+    for t in tasks:
+        rows = sorted((s for s in samples.get(t, []) if s.get("filter", "none") == "none"), key=lambda s: s["doc_id"])
+        if not rows: continue
+        metrics = [m for m in rows[0]["metrics"] if all(isinstance(r.get(m), numbers.Real) for r in rows)]
+        out[t] = dict(doc_id=[r["doc_id"] for r in rows], **{m: [float(r[m]) for r in rows] for m in metrics})
+    return out
+
 # %% ../nbs/30_evaluate.ipynb #a1e0c022
 def log_softmax(x:np.ndarray) -> np.ndarray:
     "log-softmax over the last axis, in float64."
@@ -361,18 +376,19 @@ def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
                    limit:int=0, # questions per task at most; 0 = all
                    batch_size:int=8,
                    device:str="cpu"
-                  ) -> dict:
-    "`task_scores` of lm-eval's `simple_evaluate` on `tasks`, one call per few-shot count."
+                  ) -> tuple[dict, dict]:
+    "(`task_scores`, `task_items`) of lm-eval's `simple_evaluate` on `tasks`, one call per few-shot count."
     from lm_eval import simple_evaluate
-    tm, out = task_manager(task_dir), {}
+    tm, scores, items = task_manager(task_dir), {}, {}
     for shots in dict.fromkeys(tasks.values()):
         names = [t for t, s in tasks.items() if s == shots]
         with lm_eval_quietly():
             res = simple_evaluate(model=model, model_args=model_args, tasks=names, num_fewshot=shots,
                                   task_manager=tm, limit=limit or None, batch_size=batch_size, device=device,
-                                  log_samples=False)
-        out.update(task_scores(res["results"], names))
-    return out
+                                  log_samples=True)
+        scores.update(task_scores(res["results"], names))
+        items.update(task_items(res["samples"], names))
+    return scores, items
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c029
 def lm_eval_markdown(scores:dict # {model: {task: {metric: {value, stderr}}}}
@@ -403,6 +419,34 @@ def plot_lm_eval(scores:dict, # {model: {task: {metric: {value, stderr}}}}
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
     return save_figure(fig, path, dpi=LM_EVAL_DPI)
 
+# %% ../nbs/30_evaluate.ipynb #pi000005
+PAIRED_BOOT = 10_000  # bootstrap resamples of the questions for each paired interval (seeded: the same interval each run)
+
+def paired_items(items:dict, # {model: `task_items`}, every model asked the same questions
+                 reference:str, # the model the others are compared with
+                 models:list|None=None # the models to compare with it (default: every other one)
+                ) -> dict:
+    """{model: {task: {metric, vs, diff, lo, hi, n, verdict}}}: each task's main metric (its first), the model's minus
+    the `reference`'s on each question, with its paired-bootstrap 95 % interval over the questions."""
+    ref, out = items[reference], {}
+    for m in models or [m for m in items if m != reference]:
+        for t, q in items[m].items():
+            metrics = [k for k in q if k != "doc_id"]
+            if t not in ref or not metrics: continue
+            if q["doc_id"] != ref[t]["doc_id"]:
+                raise ValueError(f"{t}: {m} and {reference} were not asked the same questions: no paired difference")
+            d = paired_bootstrap(ref[t][metrics[0]], q[metrics[0]], PAIRED_BOOT)
+            out.setdefault(m, {})[t] = dict(metric=metrics[0], vs=reference, **d, verdict=verdict(d))
+    return out
+
+def paired_markdown(paired:dict # `paired_items`
+                   ) -> str:
+    "A markdown table: a row per model and task: its difference from the reference, the 95 % interval, the verdict."
+    lines = ["| model − reference | task | difference | 95 % interval | questions | verdict |", "|---|---|--:|--:|--:|---|"]
+    lines += [f"| {m} − {p['vs']} | {t} {p['metric']} | {p['diff']:+.3f} | [{p['lo']:+.3f}, {p['hi']:+.3f}] | {p['n']} | "
+              f"{p['verdict'].split(':')[0]} |" for m, ts in paired.items() for t, p in ts.items()]
+    return "\n".join(lines)
+
 # %% ../nbs/30_evaluate.ipynb #36717d43
 def _check_eval(ec, n_examples:int) -> None:
     "`ConfigError` when an empty eval split leaves no token to measure (the config refuses a batch size below 1)."
@@ -418,7 +462,7 @@ def write_stage_tasks(cfg, # the run's config
     "Each of `evaluate.local_tasks` checked and written, and the order task built, under `out`; `task_fewshot`."
     from datasets import load_from_disk
     ec = cfg.evaluate
-    template = chat_template(tok, cfg.tokenize.chat_template) if any(lt.chat for lt in ec.local_tasks) else None
+    template = chat_template(tok, cfg.tokenize.chat_template, cfg.tokenize.chat_template_options) if any(lt.chat for lt in ec.local_tasks) else None
     for lt in ec.local_tasks:
         recs = read_task_file(run.path(lt.path), lt.kind)
         if lt.chat: write_task(chat_questions(recs, tok, template), lt.name, lt.kind, out, "", chat_until(tok, template))
@@ -438,22 +482,26 @@ def hf_lm_eval(cfg, # the run's config
                task_dir:Path, # the local task files
                base:str, # the base model
                adapter:Path # the fine-tuned adapter
-              ) -> dict:
-    "{'base': scores, 'fine-tuned': scores} on `tasks` (`lm_eval_scores` with lm-eval's `hf` model)."
+              ) -> tuple[dict, dict]:
+    "({model: `task_scores`}, {model: `task_items`}) of 'base' and 'fine-tuned' on `tasks` (lm-eval's `hf` model)."
     ec, gpu = cfg.evaluate, cuda_available()
     args = dict(pretrained=base, dtype="auto" if gpu else "float32", trust_remote_code=cfg.model.trust_remote_code)
     score = lambda **more: lm_eval_scores("hf", tasks, task_dir, dict(args, **more), ec.limit, ec.batch_size,
                                           "cuda" if gpu else "cpu")
-    with peft_quietly(): return {"base": score(), "fine-tuned": score(peft=str(adapter))}  # lm-eval wraps with peft
+    with peft_quietly(): runs = {"base": score(), "fine-tuned": score(peft=str(adapter))}  # lm-eval wraps with peft
+    return {m: s for m, (s, _) in runs.items()}, {m: i for m, (_, i) in runs.items()}
 
 # %% ../nbs/30_evaluate.ipynb #b2e0c012
 def write_lm_eval(tasks:dict, # `task_fewshot`
                   scores:dict, # {model: `task_scores`}
-                  out:Path # the stage folder
+                  out:Path, # the stage folder
+                  items:dict|None=None, # {model: `task_items`}: each question's score
+                  paired:dict|None=None # `paired_items` of them
                  ) -> list[Path]:
-    "lm_eval.json (tasks with their few-shot counts, scores), lm_eval.md and lm_eval.png in `out`."
-    (out/"lm_eval.json").write_text(json.dumps(dict(tasks=tasks, scores=scores), indent=2, ensure_ascii=False))
-    (out/"lm_eval.md").write_text(lm_eval_markdown(scores) + "\n")
+    "lm_eval.json (tasks with their few-shot counts, scores, items, paired), lm_eval.md (both tables), lm_eval.png in `out`."
+    (out/"lm_eval.json").write_text(json.dumps(dict(tasks=tasks, scores=scores, items=items or {}, paired=paired or {}),
+                                               indent=2, ensure_ascii=False))
+    (out/"lm_eval.md").write_text(lm_eval_markdown(scores) + "\n" + (f"\n{paired_markdown(paired)}\n" if paired else ""))
     return [out/"lm_eval.json", out/"lm_eval.md", plot_lm_eval(scores, out/"lm_eval.png")]
 
 def main_metrics(scores:dict # {model: `task_scores`}
@@ -466,7 +514,8 @@ EVALUATE = Stage("evaluate", reads=("tokenize/eval", "tokenize/tokenizer", *ADAP
 
 @EVALUATE
 def run_evaluate(cfg, run) -> dict:
-    "Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks → lm_eval.{json,md,png}."
+    """Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks, with fine-tuned − base paired
+    on the same questions → lm_eval.{json,md,png}."""
     from datasets import load_from_disk
     from peft import PeftModel
     ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.input(final_adapter(cfg))
@@ -485,11 +534,13 @@ def run_evaluate(cfg, run) -> dict:
           f"on {res['eval_tokens']} tokens")
     outputs = [out/"perplexity.json"]
     if tasks:
-        scores = hf_lm_eval(cfg, tasks, out/"tasks", base, adapter)
-        outputs += write_lm_eval(tasks, scores, out) + [out/"tasks"]
-        res["lm_eval"] = main_metrics(scores)
+        scores, items = hf_lm_eval(cfg, tasks, out/"tasks", base, adapter)
+        paired = paired_items(items, "base")
+        outputs += write_lm_eval(tasks, scores, out, items, paired) + [out/"tasks"]
+        res["lm_eval"], res["paired"] = main_metrics(scores), paired
         if chat := chat_settings(ec, out/"tasks"): res["chat_tasks"] = chat  # what the scores move with
         show_table("evaluate: lm-eval", lm_eval_markdown(scores))
+        show_table("evaluate: fine-tuned − base on the same questions (paired bootstrap)", paired_markdown(paired))
         res |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("evaluate", outputs=outputs, counts=res)
     return res

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib, json, os, shutil, subprocess, sys
 from pathlib import Path
 import numpy as np
-from .evaluate import MAX_GEN_TOKS, LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics, write_lm_eval
+from .evaluate import (MAX_GEN_TOKS, LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics,
+                             paired_items, paired_markdown, write_lm_eval)
 from .run import Stage, save_figure, show_table
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer, whole_modules
 from .track import log_scores
@@ -402,6 +403,7 @@ def difference_words(p:dict, # a parting (`judge_parting`)
             f"({'a near-tie' if p['near_tie'] else 'not a tie'}: {reference}'s lead {p['lead']:.4f}, "
             f"rounding elsewhere up to {p['rounding']:.4f})")
 
+# %% ../nbs/40_export.ipynb #px000002
 def parity_verdict(partings:list[dict], # a form's partings (`judge_parting`), one per question that parts
                    prompts:int, # the questions asked
                    floor:float=PARITY_FLOOR # the share of identical answers it needs (`export.parity_floor`)
@@ -424,6 +426,7 @@ def parity_row(form:str, # the form's name in the table
     return dict(form=form, identical=prompts - len(partings), prompts=prompts, partings=partings,
                 verdict=parity_verdict(partings, prompts, floor), **measures)
 
+# %% ../nbs/40_export.ipynb #px000005
 def parting(answer:list[int], # the reference's greedy answer
             logits:np.ndarray, # a form's logits at the answer's positions, on the same tokens (one row more: the stop)
             stops:set, # token ids that end an answer
@@ -462,7 +465,8 @@ def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first i
     return rows, answers
 
 # %% ../nbs/40_export.ipynb #a7a0f419
-def check_parity(rows:list[dict] # `parity`'s rows, the reference first
+def check_parity(rows:list[dict], # `parity`'s rows, the reference first
+                 table:Path|None=None # where the table was written (the stage writes it first): named in the error
                 ) -> list[dict]:
     """`rows`; a `RuntimeError` naming each form that is not the reference model: its KLD over `LORA_KLD_LIMIT`, or
     its verdict a FAIL (a parting no near-tie, or too few identical answers), with every parting in words."""
@@ -472,7 +476,8 @@ def check_parity(rows:list[dict] # `parity`'s rows, the reference first
                + ([r["verdict"]] if r["verdict"] != "pass" else [])
     bad = [f"{r['form']} is not {ref}: {', '.join(w)}; {r['identical']} of {r['prompts']} answers identical"
            + "".join(f"; {difference_words(p, ref)}" for p in r["partings"]) for r in rows if (w := why(r))]
-    if bad: raise RuntimeError(" | ".join(bad) + ": an adapter not applied, not as trained, or a form parting beyond rounding")
+    if bad: raise RuntimeError(" | ".join(bad) + ": an adapter not applied, not as trained, or a form parting beyond "
+                               "rounding" + (f" (the table: {table})" if table else ""))
     return rows
 
 def parity_markdown(rows:list[dict] # parity rows, the reference first (`parity`, `serve_bench.served_parity`)
@@ -520,30 +525,36 @@ def gguf_lm_eval(files:dict, # {format: GGUF file}
                  tasks:dict, # {task: few-shot count}, as the evaluate stage ran them
                  task_dir:Path, # the evaluate stage's task files
                  limit:int=0 # questions per task at most; 0 = all
-                ) -> dict:
-    "{format: `task_scores`} of each GGUF file on `tasks`."
+                ) -> tuple[dict, dict]:
+    "({format: `task_scores`}, {format: `task_items`}) of each GGUF file on `tasks`."
     tok = load_tokenizer(str(merged))
     n_ctx = min(json.loads((merged/"config.json").read_text()).get("max_position_embeddings", 2048), GGUF_EVAL_CTX)
-    out = {}
+    scores, items = {}, {}
     for fmt, f in files.items():
         m = GGUFModel(f, tok, n_ctx)
-        try: out[fmt] = lm_eval_scores(m, tasks, task_dir, limit=limit)
+        try: scores[fmt], items[fmt] = lm_eval_scores(m, tasks, task_dir, limit=limit)
         finally: m.close()
-    return out
+    return scores, items
 
 def lm_eval_side_by_side(run, # the run: its evaluate/lm_eval.json and evaluate/tasks
                          files:dict, # {format: GGUF file} to score
                          merged:Path, # the merged checkpoint
                          out:Path, # where lm_eval.{json,md,png} go
                          limit:int=0 # questions per task at most; 0 = all
-                        ) -> dict:
-    "Base and fine-tuned (the evaluate stage's) beside each file in `files`, written to `out`; {} without tasks."
+                        ) -> tuple[dict, dict]:
+    """(scores, paired): base and fine-tuned (the evaluate stage's) beside each file in `files`, and each file minus
+    the fine-tuned model on the same questions (`paired_items`), written to `out`; ({}, {}) without tasks."""
     p = run.input("evaluate/lm_eval.json", missing_ok=True)  # no lm-eval tasks: no scores
-    if not p.exists(): return {}
+    if not p.exists(): return {}, {}
     done = json.loads(p.read_text())
-    scores = {**done["scores"], **gguf_lm_eval(files, merged, done["tasks"], run.input("evaluate/tasks"), limit)}
-    write_lm_eval(done["tasks"], scores, out)
-    return scores
+    gguf_scores, gguf_items = gguf_lm_eval(files, merged, done["tasks"], run.input("evaluate/tasks"), limit)
+    kept = done.get("items", {})  # the evaluate stage's answers, question by question
+    scores, items = {**done["scores"], **gguf_scores}, {**kept, **gguf_items}
+    paired = paired_items(items, "fine-tuned", list(files)) if "fine-tuned" in kept else {}
+    if files and "fine-tuned" not in kept:
+        print("export: no paired differences: evaluate/lm_eval.json keeps no question's score (re-run evaluate)")
+    write_lm_eval(done["tasks"], scores, out, items, paired)
+    return scores, paired
 
 # %% ../nbs/40_export.ipynb #71b21cfa
 QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "kld", "max_logit_delta")  # in report.json
@@ -675,7 +686,7 @@ def export_parity(cfg, # the run's config (`export.parity_prompts`, `export.pari
         answer_logprobs=logprobs, answer_leads=leads, answers=[tok.decode(a) for a in answers]), ensure_ascii=False))
     (out/"parity.md").write_text(parity_markdown(rows) + "\n")
     show_table(f"export: parity on {len(prompts)} held-out prompts, against PEFT", parity_markdown(rows))
-    return check_parity(rows)
+    return check_parity(rows, out/"parity.md")  # after writing it: the evidence stays
 
 # %% ../nbs/40_export.ipynb #298ebb27
 def _imatrix(run, # the run: its training split
@@ -744,11 +755,13 @@ def run_export(cfg, # the run's config
     else:
         for f in files.values():
             print(f"export: {f.name}: {f.stat().st_size/2**20:.2f} MiB (not verified: export.verify_blocks=0)")
-    if ec.lm_eval and (scores := lm_eval_side_by_side(run, {q: files[q] for q in ec.quants}, merged, out,
-                                                       cfg.evaluate.limit)):
+    scores, paired = lm_eval_side_by_side(run, {q: files[q] for q in ec.quants}, merged, out, cfg.evaluate.limit) \
+        if ec.lm_eval else ({}, {})
+    if scores:
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
-        counts["lm_eval"] = main_metrics(scores)
+        counts["lm_eval"], counts["paired"] = main_metrics(scores), paired
         show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
+        if paired: show_table("export: each file − fine-tuned on the same questions (paired bootstrap)", paired_markdown(paired))
         counts |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("export", outputs=outputs, counts=counts)
     return counts

@@ -8,10 +8,10 @@ import hashlib, json, os, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from .env import LLAMA_CPP_VERSION, cache_dir, llama_models_dir
-from .chat import FAMILY_TEMPLATES, named_template, render_chats
+from .chat import FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, render_chats, shipped_template, unbind
 
 # %% auto #0
-__all__ = ['LLAMA_DATE', 'ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'Family', 'vocab_file',
+__all__ = ['ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'Family', 'vocab_file',
            'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer', 'vocab_cases', 'vocab_agreement',
            'tiny_family_model', 'mask_check', 'served_prefix', 'missing_targets', 'family_of', 'template_source',
            'converter_archs']
@@ -30,30 +30,27 @@ class Family:
     bos: str|None = None  # the release tokenizer's BOS, where it has one
     pad: str|None = None  # and its padding token
     config: dict = field(default_factory=dict)  # the class's settings beside the tiny sizes
-    render: dict = field(default_factory=dict)  # chat_template_kwargs the family is served with
     add_bos: bool = False  # the release's tokenizer puts BOS before a text it encodes
 
-LLAMA_DATE = "26 Jul 2024"  # the date Llama 3.1's template writes when none is given (llama-server gives today's)
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 QWEN = dict(vocab="qwen2", eot="<|im_end|>", eos="<|im_end|>", stops=("<|im_end|>", "<|endoftext|>"), pad="<|endoftext|>")
 FAMILIES = {
     "llama-3": Family("LlamaForCausalLM", "llama-bpe", "llama-3", "<|eot_id|>", "<|eot_id|>",
                       ("<|end_of_text|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True,
-                      config=dict(rope_theta=500000.0, tie_word_embeddings=False), render=dict(date_string=LLAMA_DATE)),
+                      config=dict(rope_theta=500000.0, tie_word_embeddings=False)),
     "qwen2.5": Family("Qwen2ForCausalLM", template="qwen2.5", lora=ALL_LINEAR, **QWEN,
                       config=dict(tie_word_embeddings=False)),
-    "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, config=dict(tie_word_embeddings=True),
-                    render=dict(enable_thinking=False)),
+    "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, config=dict(tie_word_embeddings=True)),
     "phi-3.5": Family("Phi3ForCausalLM", "phi-3", "phi-3.5", "<|end|>", "<|endoftext|>",
                       ("<|end|>", "<|assistant|>", "<|endoftext|>"), ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
                       bos="<s>", pad="<|endoftext|>", config=dict(tie_word_embeddings=False)),
     "gemma-4": Family("Gemma4ForCausalLM", "gemma-4", "gemma-4", "<turn|>", "<eos>", ("<eos>", "<turn|>"), ALL_LINEAR,
-                      bos="<bos>", pad="<pad>", add_bos=True, render=dict(enable_thinking=False),
+                      bos="<bos>", pad="<pad>", add_bos=True,
                       config=dict(tie_word_embeddings=True, hidden_size_per_layer_input=0,
                                   layer_types=["sliding_attention", "full_attention"])),
     "qwen3-moe": Family("Qwen3MoeForCausalLM", template="qwen3", lora=ALL_LINEAR[:4], **QWEN,
                         config=dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-                                    norm_topk_prob=True), render=dict(enable_thinking=False)),  # as Qwen3's MoE releases
+                                    norm_topk_prob=True)),  # as Qwen3's MoE releases
 }
 
 # %% ../nbs/09_families.ipynb #fa000010
@@ -118,12 +115,13 @@ def family_tokenizer(name:str # a key of `FAMILIES`
     "The family's real tokenizer with its release's special tokens and chat template, converted once and cached."
     from transformers import AutoTokenizer
     f = FAMILIES[name]
-    key = hashlib.sha256(f"{CONVERSION} {f!r}".encode()).hexdigest()[:8]  # a changed family or conversion: converted anew
+    template = named_template(f.template)
+    key = hashlib.sha256(f"{CONVERSION} {f!r} {template}".encode()).hexdigest()[:8]  # anything changed: converted anew
     folder = cache_dir()/"families"/f"{name}-{LLAMA_CPP_VERSION}-{key}"
     if not (folder/"tokenizer_config.json").exists():
         tok = _convert_vocab(vocab_file(name), f)
         tok.eos_token, tok.bos_token, tok.pad_token = f.eos, f.bos, f.pad or tok.pad_token
-        tok.chat_template = named_template(f.template)
+        tok.chat_template = template
         tmp = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")  # whole or not at all: other processes read the cache
         _save(tok, tmp, f)
         try: tmp.rename(folder)
@@ -180,8 +178,7 @@ def tiny_family_model(name:str, # a key of `FAMILIES`
 # %% ../nbs/09_families.ipynb #fa000019
 def mask_check(tok, # the family's tokenizer, with its chat template
                eot:str, # the family's end-of-turn token
-               chat:list, # a conversation with a system turn (where the template takes one) and two answers
-               **render # chat_template_kwargs
+               chat:list # a conversation with a system turn (where the template takes one) and two answers
               ) -> dict:
     "What the loss mask trains on `chat`: the trained text of each run, and whether only the answers and their end-of-turn are."
     r = render_chats(tok, tok.chat_template, [chat])
@@ -198,13 +195,11 @@ def mask_check(tok, # the family's tokenizer, with its chat template
 
 # %% ../nbs/09_families.ipynb #fa000024
 def served_prefix(tok, # the family's tokenizer, with its chat template
-                  chat:list, # a conversation that ends with an answer
-                  **render # chat_template_kwargs the family is served with
+                  chat:list # a conversation that ends with an answer
                  ) -> tuple[bool, str]:
-    "(whether the served prompt for `chat[:-1]` begins the training render of `chat`, token for token; what differs)."
-    full = tok.apply_chat_template(chat, tokenize=False, **render)
-    prompt = tok.apply_chat_template(chat[:-1], tokenize=False, add_generation_prompt=True, **render)
-    a, b = tok.encode(full, add_special_tokens=False), tok.encode(prompt, add_special_tokens=False)
+    "(whether the served prompt for `chat[:-1]` begins training's tokens of `chat`, token for token; what differs)."
+    prompt = tok.apply_chat_template(chat[:-1], tokenize=False, add_generation_prompt=True)
+    a, b = render_chats(tok, tok.chat_template, [chat])["input_ids"][0], tok.encode(prompt, add_special_tokens=False)
     if a[:len(b)] == b: return True, ""
     at = next(i for i, (x, y) in enumerate(zip(a, b + [None])) if x != y)
     return False, f"served {tok.decode(b[at:at + 8])!r} where training has {tok.decode(a[at:at + 8])!r}"
@@ -223,13 +218,15 @@ def family_of(arch:str, # the class a model folder's config.json names
              ) -> str|None:
     "The family of a model: the one whose class and template it has, else the first of its class, else None."
     same = [n for n, f in FAMILIES.items() if f.arch == arch]
-    return next((n for n in same if template == named_template(FAMILIES[n].template)), same[0] if same else None)
+    body = unbind(template)[1] if template else None  # as shipped, or with options bound
+    return next((n for n in same if body == shipped_template(FAMILIES[n].template)), same[0] if same else None)
 
 def template_source(template:str|None # a chat template
                    ) -> str|None:
-    "The file of llama.cpp's models/templates/ whose text is `template`, or None."
+    "The file of llama.cpp's models/templates/ whose text is `template` (options bound above it aside), or None."
     if not template: return None
-    return next((p.name for p in sorted((llama_models_dir()/"templates").glob("*.jinja")) if p.read_text() == template), None)
+    body = unbind(template)[1]
+    return next((p.name for p in sorted((llama_models_dir()/"templates").glob("*.jinja")) if p.read_text() == body), None)
 
 def converter_archs() -> set[str]:
     "The model classes llama.cpp's `convert_hf_to_gguf.py` converts, read from its source (`ModelBase.register(...)`)."

@@ -9,21 +9,24 @@ from pathlib import Path
 import numpy as np
 from .families import (FAMILIES, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
                              tiny_family_model, vocab_file)
-from .export import GGUFModel, convert_to_gguf, gguf_logits, parity, quantize_gguf
+from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
 from .serve import Server, free_port, llama_server_bin
-from .chat import render_chats
+from .chat import TEMPLATE_OPTIONS, render_chats
+from .bench import answer_scores, ask_chat
+from .config import ModelCfg
 from .env import peft_quietly
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['CHAT', 'STAGES', 'QUESTIONS', 'Row', 'gguf_vocab_diff', 'llama_server_prompt', 'family_row', 'matrix_markdown',
-           'family_matrix', 'hf_gguf_gap']
+__all__ = ['CHAT', 'STAGES', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH', 'SPREAD',
+           'STOP_FLOOR', 'Row', 'item_chat', 'train_lora', 'gguf_vocab_diff', 'llama_server_asked', 'family_row',
+           'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
         dict(role="assistant", content="续航很好，能用两天。"), dict(role="user", content="Does it charge fast?"),
         dict(role="assistant", content="Yes: 50% in 20 minutes.")]  # the conversation every family is checked on
-STAGES = ("mask", "lora", "gguf", "q8_0", "served prompt", "parity")
+STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "parity", "stops")
 QUESTIONS = ("这款手机续航怎么样？", "Does it charge fast?", "What is 2 + 2?", "屏幕多大？", "Is it waterproof?", "Who makes it?",
              "电池多大？")  # asked after the served prompt: 8 prompts for parity
 
@@ -40,6 +43,51 @@ class Row:
         except Exception as e: self.cells[name] = "❌ " + (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         self.seconds[name] = round(time.monotonic() - t0, 1)
 
+# %% ../nbs/93_family_matrix.ipynb #fmtrain1
+COLOURS = (("red", "红色"), ("blue", "蓝色"), ("green", "绿色"), ("black", "黑色"), ("white", "白色"))
+
+def item_chat(i:int # the item's number; even: asked in English, odd: in Chinese
+             ) -> list:
+    "A question about item `i` and its answer (its colour)."
+    en, zh = COLOURS[i % len(COLOURS)]
+    q, a = (f"What colour is item {i}?", f"It is {en}.") if i % 2 == 0 else (f"物品{i}是什么颜色？", f"是{zh}。")
+    return [dict(role="user", content=q), dict(role="assistant", content=a)]
+
+TRAIN_ITEMS, HELD_OUT_ITEMS = range(48), range(100, 110)  # trained on; asked after (never trained on)
+TRAIN_STEPS, TRAIN_BATCH = 30, 8
+SPREAD = 0.1  # the tiny model's initializer_range: five times the classes' default, see above
+
+def train_lora(model, # the family's tiny model
+               tok, # its tokenizer, with its template
+               targets:tuple, # the LoRA preset's modules
+               out:Path, # the adapter folder to write (with the tokenizer, as the train stage saves it)
+               steps:int=TRAIN_STEPS, # optimizer steps of TRAIN_BATCH conversations
+               lr:float=1e-2, # AdamW's learning rate
+               seed:int=0 # the batches' and the adapter's initialization's
+              ) -> list[float]:
+    "The losses of a LoRA adapter trained on `item_chat`s, answers only; the adapter saved in `out`."
+    import torch
+    from peft import LoraConfig, get_peft_model
+    r = render_chats(tok, tok.chat_template, [item_chat(i) for i in TRAIN_ITEMS])
+    torch.manual_seed(seed)
+    with peft_quietly(): m = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=list(targets)))
+    opt, rng, losses = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=lr), np.random.default_rng(seed), []
+    for _ in range(steps):
+        batch = rng.choice(len(r["input_ids"]), TRAIN_BATCH, replace=False)
+        width = max(len(r["input_ids"][i]) for i in batch)
+        pad = lambda x, v: x + [v] * (width - len(x))
+        ids = torch.tensor([pad(r["input_ids"][i], tok.pad_token_id or 0) for i in batch])
+        labels = torch.tensor([pad(r["labels"][i], -100) for i in batch])
+        mask = torch.tensor([pad([1] * len(r["input_ids"][i]), 0) for i in batch])
+        keep = (labels[:, 1:] != -100).any(0).nonzero()[:, 0]  # positions whose next token is trained
+        logits = m(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels[:, keep + 1].flatten(), ignore_index=-100)
+        loss.backward(); opt.step(); opt.zero_grad()
+        losses.append(loss.item())
+    m.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return losses
+
 # %% ../nbs/93_family_matrix.ipynb #fm000010
 def gguf_vocab_diff(gguf_file:Path, # a GGUF the converter wrote
                     vocab:Path # llama.cpp's vocabulary file of the family
@@ -51,27 +99,26 @@ def gguf_vocab_diff(gguf_file:Path, # a GGUF the converter wrote
     types = [i for i, (x, y, t) in enumerate(zip(a["token_type"], b["token_type"], b["tokens"])) if x != y and not pad(t)]
     return out + ([f"token_type of {len(types)} tokens, e.g. {b['tokens'][types[0]]!r}"] if types else [])
 
-def llama_server_prompt(gguf_file:Path, # the family's GGUF
-                        chat:list, # the conversation; the prompt is for its last answer
-                        render:dict, # chat_template_kwargs
-                        log:Path # the server's log
-                       ) -> list[int]:
-    "The tokens llama-server sends the model for `chat`'s last answer: its own render of the GGUF's template, tokenized."
+def llama_server_asked(gguf_file:Path, # the family's GGUF
+                       chat:list, # a conversation: the prompt is for its last answer
+                       questions:list[dict], # `user` and `answer` of each question asked through the chat API
+                       log:Path # the server's log
+                      ) -> tuple[list[int], list[dict]]:
+    "(the tokens llama-server sends the model for `chat`'s last answer, its answers to `questions`), templates its own."
     import httpx
     port = free_port()
     cmd = [str(llama_server_bin()), "--model", str(gguf_file), "--host", "127.0.0.1", "--port", str(port), "--jinja",
            "--ctx-size", "512", "--threads", "2", "--no-webui"]
     with Server(cmd, f"http://127.0.0.1:{port}", log, health="/health") as s:
         s.start(60)
-        prompt = httpx.post(s.base_url + "/apply-template", json=dict(messages=chat[:-1], chat_template_kwargs=render),
-                            timeout=30).json()["prompt"]
-        return httpx.post(s.base_url + "/tokenize", json=dict(content=prompt, add_special=True, parse_special=True),
-                          timeout=30).json()["tokens"]
+        prompt = httpx.post(s.base_url + "/apply-template", json=dict(messages=chat[:-1]), timeout=30).json()["prompt"]
+        tokens = httpx.post(s.base_url + "/tokenize", json=dict(content=prompt, add_special=True, parse_special=True),
+                            timeout=30).json()["tokens"]
+        return tokens, ask_chat(s.base_url, questions, max_tokens=24)
 
 # %% ../nbs/93_family_matrix.ipynb #fm000011
-def _served_prompt(tok, gguf_file:Path, render:dict, log:Path) -> str:
+def _served_prompt(tok, served:list[int]) -> str:
     "What the served-prompt stage shows; a `ValueError` where llama-server's prompt is not the beginning of training's."
-    served = llama_server_prompt(gguf_file, CHAT, render, log)
     train = render_chats(tok, tok.chat_template, [CHAT])["input_ids"][0]
     if train[:len(served)] != served:
         at = next((i for i, (a, b) in enumerate(zip(train, served)) if a != b), len(train))
@@ -90,20 +137,29 @@ def _parity(model, tok, gguf_file:Path, prompts:list, stops:set) -> str:
     ties = f", {len(r['partings'])} near-tie parting(s)" if r["partings"] else ""
     return f"{r['identical']}/{r['prompts']} identical{ties}, max Δlogit {r['max_logit_delta']:.4f}"
 
+STOP_FLOOR = 0.9  # the share of served answers that must end at the model's end of turn
+
+def _stops(asked:list[dict]) -> str:
+    "What the stops stage shows; a `ValueError` below `STOP_FLOOR` or when a request failed."
+    s = answer_scores(asked)
+    if s["failed"]: raise ValueError(f"{s['failed']} of {s['questions']} requests failed: {next(a['error'] for a in asked if a['error'])}")
+    if s["stopped"] < STOP_FLOOR: raise ValueError(f"{s['stopped']:.0%} of {s['questions']} answers stopped (< {STOP_FLOOR:.0%}); "
+                                                   f"e.g. {next(a['answer'] for a in asked if a['finish_reason'] != 'stop')!r}")
+    return f"{s['stopped']:.0%} of {s['questions']} stopped, exact match {s['exact_match']:.0%}"
+
 # %% ../nbs/93_family_matrix.ipynb #fm000012
 def family_row(name:str, # a key of `FAMILIES`
                out:Path # a folder for the family's files
               ) -> Row:
     "The family through every stage of the matrix, with its facts (vocabulary, stops, template, GGUF architecture)."
-    import torch
-    from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
     f, row, out = FAMILIES[name], Row(name), Path(out)
-    folder = tiny_family_model(name, out/name)
-    tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder).eval()
-    stops = model.generation_config.eos_token_id
-    row.facts = dict(cls=f.arch, vocab=len(tok), stops=stops, eot=f"{f.eot} = {tok.convert_tokens_to_ids(f.eot)}",
-                     template=FAMILY_TEMPLATES[f.template], render=f.render)
+    folder = tiny_family_model(name, out/name, initializer_range=SPREAD)
+    tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
+    merged, gguf_f16, gguf_q8 = out/f"{name}-merged", out/f"{name}-f16.gguf", out/f"{name}-q8_0.gguf"
+    row.facts = dict(cls=f.arch, vocab=len(tok), stops=model.generation_config.eos_token_id,
+                     eot=f"{f.eot} = {tok.convert_tokens_to_ids(f.eot)}", template=FAMILY_TEMPLATES[f.template],
+                     options=TEMPLATE_OPTIONS.get(f.template, {}))
     def mask():
         c = mask_check(tok, f.eot, CHAT)
         if not c["answers_only"]: raise ValueError(f"trained: {c['runs']}")
@@ -111,24 +167,37 @@ def family_row(name:str, # a key of `FAMILIES`
         return f"answers + {f.eot} ×{c['turns']}"
     def lora():
         if miss := missing_targets(model, f.lora): raise ValueError(f"no layer named {', '.join(miss)}")
-        with peft_quietly(): p = get_peft_model(AutoModelForCausalLM.from_pretrained(folder), LoraConfig(r=4, target_modules=list(f.lora)))
-        return f"{', '.join(f.lora)}: {sum(x.numel() for x in p.parameters() if x.requires_grad):,} params"
+        return ", ".join(f.lora)
+    def train():
+        losses = train_lora(model, tok, f.lora, out/f"{name}-adapter")
+        if not losses[-1] < losses[0]: raise ValueError(f"the loss did not fall: {losses[0]:.3f} → {losses[-1]:.3f}")
+        return f"{len(losses)} steps, loss {losses[0]:.2f} → {losses[-1]:.2f}"
+    def merge():
+        merge_adapter(str(folder), out/f"{name}-adapter", merged, ModelCfg())
+        stops = AutoModelForCausalLM.from_pretrained(merged).generation_config.eos_token_id
+        if tok.convert_tokens_to_ids(f.eot) not in stops: raise ValueError(f"{f.eot} is not among the stops {stops}")
+        row.facts["stops"] = stops
+        return f"stops {stops}"
     def gguf():
-        g = convert_to_gguf(folder, out/f"{name}-f16.gguf", "f16")
+        g = convert_to_gguf(merged, gguf_f16, "f16")
         if diff := gguf_vocab_diff(g, vocab_file(name)): raise ValueError(f"vocabulary differs from llama.cpp's: {'; '.join(diff)}")
         row.facts["gguf_arch"] = _gguf_arch(g)
         return f"{row.facts['gguf_arch']}, vocabulary = llama.cpp's"
-    def q8():
-        q = quantize_gguf(out/f"{name}-f16.gguf", out/f"{name}-q8_0.gguf", "q8_0")
-        return f"{q.stat().st_size / 2**20:.0f} MiB"
-    def served(): return _served_prompt(tok, out/f"{name}-f16.gguf", f.render, out/f"{name}-server.log")
+    def q8(): return f"{quantize_gguf(gguf_f16, gguf_q8, 'q8_0').stat().st_size / 2**20:.0f} MiB"
+    served = {}
+    def prompt():
+        questions = [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
+        served["prompt"], served["asked"] = llama_server_asked(gguf_q8, CHAT, questions, out/f"{name}-server.log")
+        return _served_prompt(tok, served["prompt"])
     def par():
+        m = AutoModelForCausalLM.from_pretrained(merged).eval()
         chats = [CHAT[:-1]] + [[dict(role="user", content=q)] for q in QUESTIONS]
-        prompts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=True, return_dict=True, **f.render)["input_ids"]
+        prompts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
                    for c in chats]
-        return _parity(model, tok, out/f"{name}-f16.gguf", prompts, set(stops))
-    for stage, fn, needs in (("mask", mask, ()), ("lora", lora, ()), ("gguf", gguf, ()), ("q8_0", q8, ("gguf",)),
-                             ("served prompt", served, ("gguf",)), ("parity", par, ("gguf",))):
+        return _parity(m, tok, gguf_f16, prompts, set(row.facts["stops"]))
+    for stage, fn, needs in (("mask", mask, ()), ("lora", lora, ()), ("train", train, ("lora",)), ("merge", merge, ("train",)),
+                             ("gguf", gguf, ("merge",)), ("q8_0", q8, ("gguf",)), ("served prompt", prompt, ("q8_0",)),
+                             ("parity", par, ("gguf",)), ("stops", lambda: _stops(served["asked"]), ("served prompt",))):
         row.stage(stage, fn, *needs)
     return row
 
@@ -142,10 +211,10 @@ def matrix_markdown(rows:list[Row]) -> str:
     "The table family × stage, then each family's facts."
     head = "| family | " + " | ".join(STAGES) + " |\n|---|" + "---|" * len(STAGES) + "\n"
     table = head + "\n".join(f"| {r.family} | " + " | ".join(r.cells.get(s, "") for s in STAGES) + " |" for r in rows)
-    facts = ("\n\n| family | class | vocabulary | end of turn | generation stops at | template | GGUF arch | served with |\n"
+    facts = ("\n\n| family | class | vocabulary | end of turn | generation stops at | template | GGUF arch | options bound |\n"
              "|---|---|--:|---|---|---|---|---|\n" + "\n".join(
         f"| {r.family} | {r.facts.get('cls')} | {r.facts.get('vocab', 0):,} | {r.facts.get('eot')} | {r.facts.get('stops')} | "
-        f"{r.facts.get('template')} | {r.facts.get('gguf_arch', '-')} | {json.dumps(r.facts.get('render') or {})} |" for r in rows))
+        f"{r.facts.get('template')} | {r.facts.get('gguf_arch', '-')} | {json.dumps(r.facts.get('options') or {})} |" for r in rows))
     return table + facts
 
 def family_matrix(out:Path, # the folder to write families.md and families.json to

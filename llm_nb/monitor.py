@@ -11,6 +11,7 @@ import httpx
 import numpy as np
 import psutil
 import yaml
+from fastcore.basics import patch
 from prometheus_client.core import GaugeMetricFamily
 from .env import gpu_readings, nvml_devices
 from .serve import Server, free_port, serve_exported
@@ -491,64 +492,72 @@ class Watchdog:
         self.log(f"giving up: {reason}")
         return False
 
-    def trouble(self) -> str|None:
-        "Why the server needs a restart (its memory leaks, or its process is gone); None while it is fine."
-        proc = self.server.proc
-        mem = tree_memory(proc.pid) if proc is not None and proc.poll() is None else None  # exited: gone
-        self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
-        return "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
+# %% ../nbs/43_monitor.ipynb #mw000003
+@patch
+def trouble(self:Watchdog) -> str|None:
+    "Why the server needs a restart (its memory leaks, or its process is gone); None while it is fine."
+    proc = self.server.proc
+    mem = tree_memory(proc.pid) if proc is not None and proc.poll() is None else None  # exited: gone
+    self.samples = (self.samples + [(time.monotonic(), mem)])[-self.window:] if mem is not None else []
+    return "process gone" if mem is None else leak_reason(self.samples, self.limit, self.min_growth)
 
-    def refill(self):
-        "The whole budget (and the first backoff) again once the last restart is more than `quiet` seconds ago."
-        if self.spent and time.monotonic() - self.last_restart > self.quiet:
-            self.log(f"no restart for {self.quiet:g}s: {self.max_restarts} restarts allowed again")
-            self.spent = 0
+@patch
+def refill(self:Watchdog):
+    "The whole budget (and the first backoff) again once the last restart is more than `quiet` seconds ago."
+    if self.spent and time.monotonic() - self.last_restart > self.quiet:
+        self.log(f"no restart for {self.quiet:g}s: {self.max_restarts} restarts allowed again")
+        self.spent = 0
 
-    def check(self) -> bool:
-        "One sample; restart the server if it leaks or is gone. False once it gave up (the budget spent)."
-        self.refill()
-        try: why = self.trouble()
-        except Exception as e:
-            self.error("a check", e)
-            return True
-        if why is None: return True
-        if self.spent >= self.max_restarts:
-            last = f"; last error: {self.last_error}" if self.last_error else ""
-            return self.give_up(f"pid {self.pid}: {why}; {self.spent} restarts within {self.quiet:g}s spent{last}")
-        return self.restart(why)
-
-    def restart(self, why:str) -> bool:
-        "Stop the server by PID, wait the backoff, start it with the same command; a failed start is an error."
-        pid, wait = self.pid, self.backoff * 2**self.spent
-        self.restarts, self.spent = self.restarts + 1, self.spent + 1
-        self.log(f"pid {pid}: {why}; restarting after {wait:g}s (restart {self.spent})")
-        try:
-            self.server.stop()
-            if self._stop.wait(wait): return False  # stopped during the backoff
-            self.server.start(self.start_timeout)
-            self.last_error = None
-            self.log(f"pid {pid} -> {self.pid}: started again")
-        except Exception as e: self.error(f"restart {self.spent}", e)  # the next check finds it gone
-        finally: self.last_restart, self.samples = time.monotonic(), []
+@patch
+def check(self:Watchdog) -> bool:
+    "One sample; restart the server if it leaks or is gone. False once it gave up (the budget spent)."
+    self.refill()
+    try: why = self.trouble()
+    except Exception as e:
+        self.error("a check", e)
         return True
+    if why is None: return True
+    if self.spent >= self.max_restarts:
+        last = f"; last error: {self.last_error}" if self.last_error else ""
+        return self.give_up(f"pid {self.pid}: {why}; {self.spent} restarts within {self.quiet:g}s spent{last}")
+    return self.restart(why)
 
-    def run(self, stop:threading.Event # set it to stop watching
-           ):
-        "Check every `interval` seconds until `stop` is set or it gives up; ended any other way, it gives up too."
-        self._stop = stop
-        try:
-            while not stop.wait(self.interval) and self.check(): pass
-        except Exception as e: self.give_up(f"the watchdog failed: {type(e).__name__}: {e}")
-        finally:
-            if not (stop.is_set() or self.gave_up): self.give_up("the watchdog ended without a reason")
+@patch
+def restart(self:Watchdog, why:str) -> bool:
+    "Stop the server by PID, wait the backoff, start it with the same command; a failed start is an error."
+    pid, wait = self.pid, self.backoff * 2**self.spent
+    self.restarts, self.spent = self.restarts + 1, self.spent + 1
+    self.log(f"pid {pid}: {why}; restarting after {wait:g}s (restart {self.spent})")
+    try:
+        self.server.stop()
+        if self._stop.wait(wait): return False  # stopped during the backoff
+        self.server.start(self.start_timeout)
+        self.last_error = None
+        self.log(f"pid {pid} -> {self.pid}: started again")
+    except Exception as e: self.error(f"restart {self.spent}", e)  # the next check finds it gone
+    finally: self.last_restart, self.samples = time.monotonic(), []
+    return True
 
-    def collect(self):
-        "Restarts and errors, as Prometheus counters (register the watchdog in a registry)."
-        from prometheus_client.core import CounterMetricFamily
-        yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog (failed ones too)",
-                                  value=self.restarts)
-        yield CounterMetricFamily("llm_nb_watchdog_errors", "exceptions the watchdog met in a check or a restart",
-                                  value=self.errors)
+# %% ../nbs/43_monitor.ipynb #mw000006
+@patch
+def run(self:Watchdog, stop:threading.Event # set it to stop watching
+       ):
+    "Check every `interval` seconds until `stop` is set or it gives up; ended any other way, it gives up too."
+    self._stop = stop
+    try:
+        while not stop.wait(self.interval) and self.check(): pass
+    except Exception as e: self.give_up(f"the watchdog failed: {type(e).__name__}: {e}")
+    finally:
+        if not (stop.is_set() or self.gave_up): self.give_up("the watchdog ended without a reason")
+
+@patch
+def collect(self:Watchdog):
+    "Restarts and errors, as Prometheus counters (register the watchdog in a registry)."
+    from prometheus_client.core import CounterMetricFamily
+    yield CounterMetricFamily("llm_nb_watchdog_restarts", "server restarts by the leak watchdog (failed ones too)",
+                              value=self.restarts)
+    yield CounterMetricFamily("llm_nb_watchdog_errors", "exceptions the watchdog met in a check or a restart",
+                              value=self.errors)
 
 # %% ../nbs/43_monitor.ipynb #m0000082
 def watchdog_for(cfg, # the run's config (`monitor.watchdog*`, `monitor.rss_limit_gib`)

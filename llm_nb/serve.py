@@ -102,7 +102,8 @@ def vllm_cmd(model:str, # merged folder, GGUF file or (with `lora`) the base mod
            "--host", sc.host, "--port", str(port),
            "--served-model-name", f"{sc.served_name}-base" if lora else sc.served_name,
            "--max-model-len", str(sc.n_ctx), "--tensor-parallel-size", str(sc.tensor_parallel_size),
-           "--dtype", sc.dtype]
+           "--dtype", sc.dtype,
+           "--chat-template-content-format", "string"]  # each message's content a string, as training rendered it
     cmd += ["--max-num-seqs", str(sc.parallel)] if cpu else ["--gpu-memory-utilization", str(sc.gpu_memory_utilization)]
     if tokenizer: cmd += ["--tokenizer", str(tokenizer)]
     if lora: cmd += _lora_flags({sc.served_name: lora, **(more_loras or {})}, lora_rank)

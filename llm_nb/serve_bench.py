@@ -12,12 +12,13 @@ from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_lora, vllm_python
 from .bench import run_bench, bench_server, compare_table, figure_ratio, plot_compare
 from .monitor import watch_server, watchdog_running
-from .export import PARITY_FLOOR, PARITY_JSON, difference_words, judge_parting, parity_markdown, parity_row
+from .export import (
+    PARITY_FLOOR, PARITY_JSON, check_parity, difference_words, judge_parting, parity_markdown, parity_row)
 
 # %% auto #0
 __all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'LORA_COST', 'run_serve_bench', 'served_answer',
-           'first_difference', 'served_parity', 'served_row', 'write_parity', 'served_label', 'adapter_row',
-           'compare_engines', 'lora_cost']
+           'first_difference', 'served_parity', 'served_row', 'write_parity', 'check_served', 'served_label',
+           'adapter_row', 'compare_engines', 'lora_cost']
 
 # %% ../nbs/44_serve_bench.ipynb #5b8f1c48
 BASE_ALONE = "base-alone"  # bench/ subfolder: the same load on the base alone (serve.lora)
@@ -29,7 +30,8 @@ SERVE_BENCH = Stage("serve_bench", reads=("export", "tokenize/eval", "model", *A
 
 @SERVE_BENCH
 def run_serve_bench(cfg, run) -> dict:
-    "Start the server for the exported model, benchmark it, stop it; then the same for `serve.compare`'s engines."
+    """Start the server for the exported model, benchmark it, stop it; then the same for `serve.compare`'s engines.
+    A served form whose parity verdict is a FAIL fails the stage (`check_served`), its table written and recorded."""
     t0 = time.perf_counter()
     server = serve_exported(cfg, run)
     with server.start(cfg.serve.startup_timeout):
@@ -46,7 +48,8 @@ def run_serve_bench(cfg, run) -> dict:
     parity = [] if cfg.serve.compare else [p for p in [write_parity(run, rows)] if p]
     run.record("serve", inputs=[p for p in served_files(cfg, run) if p.exists()], outputs=[server.log_path, *base_alone, *parity],
                counts=counts)
-    if cfg.serve.compare: compare_engines(cfg, run, {served_label(cfg, server.engine): res}, rows)
+    if cfg.serve.compare: compare_engines(cfg, run, {served_label(cfg, server.engine): res}, rows)  # checks them all
+    else: check_served(run, rows)
     return res
 
 # %% ../nbs/44_serve_bench.ipynb #39731dc9
@@ -125,6 +128,15 @@ def write_parity(run:Run, rows:list[dict]) -> Path|None:
     (p := run.stage_dir("bench")/"parity.md").write_text(table + "\n")
     return p
 
+# %% ../nbs/44_serve_bench.ipynb #sv000002
+def check_served(run:Run, # a run through the export stage: its parity.json holds the reference's row
+                 rows:list[dict] # the served forms' rows (`served_row`), in bench/parity.md already (`write_parity`)
+                ) -> list[dict]:
+    "`rows`; a `RuntimeError` (export's `check_parity`) naming each served form whose verdict is a FAIL, and the table."
+    if not rows: return rows  # no server compared
+    ref = json.loads(run.input(PARITY).read_text())["rows"][:1]  # PEFT
+    return check_parity(ref + rows, run.dir/"bench"/"parity.md")[1:]
+
 # %% ../nbs/44_serve_bench.ipynb #3249b226
 def _engine_cfg(cfg:Config, engine:str) -> Config:
     "The run's config with `engine` serving what suits it: vLLM the merged folder, llama.cpp a GGUF file."
@@ -178,6 +190,7 @@ def compare_engines(cfg:Config, # the run's config (`serve.compare` names the en
     if p := write_parity(run, parity): counts["parity"] = {r["form"]: r for r in parity}
     run.record("compare", outputs=[out/"compare.md", out/"compare.png", *([p] if p else [])], counts=counts,
                result=dict(skipped=skipped))
+    check_served(run, parity)  # after the table is written and recorded: the evidence stays
     return results
 
 # %% ../nbs/44_serve_bench.ipynb #7aac3216

@@ -327,7 +327,7 @@ def conversation_template(src:Path, # clean/clean.parquet
     import duckdb
     q = "SELECT count(*) FROM read_parquet(?) WHERE starts_with(text, ?)"
     with duckdb.connect() as con: n = con.execute(q, [str(src), TURN_MARK]).fetchone()[0]  # not the shared default one
-    return chat_template(tok, tc.chat_template) if n else None
+    return chat_template(tok, tc.chat_template, tc.chat_template_options) if n else None
 
 def chat_counts(ids) -> dict:
     "Conversations by fate, with their tokens and trained tokens, from `tokenize_records`' output."

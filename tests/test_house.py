@@ -54,3 +54,9 @@ def test_every_numbered_notebook_opens_with_a_map():
         missing = set(re.findall(r"\]\(#([^)]+)\)", text)) - heading_ids(cells)
         if missing: bad.append(f"{nb.name}: its map links to {sorted(missing)}, which no heading is")
     assert bad == [], "\n".join(bad)
+
+def test_no_code_cell_over_80_lines():
+    "Every notebook's code cells read at a glance: 80 lines at most (a longer one splits: prose, a small export, a demo)."
+    long = [f"{nb.name}: cell {c.get('id')} has {len(c['source'])} lines" for nb in sorted((ROOT/"nbs").glob("*.ipynb"))
+            for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code" and len(c["source"]) > 80]
+    assert long == [], "\n".join(long)

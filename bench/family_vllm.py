@@ -1,0 +1,89 @@
+"""Each real family served by vLLM (its CPU build): the prompt vLLM renders equal to training's, and answers that stop.
+
+For each family of `llm_nb.families` (Llama 3, Qwen2.5, Qwen3, Phi-3.5, Gemma 4, the Qwen3 MoE) it does what the
+family matrix (nbs/93_family_matrix.ipynb) does up to the merge — the tiny model with the family's real tokenizer and
+template, a LoRA adapter trained on the item questions, export's `merge_adapter` — then serves the merged folder with
+vLLM and asks it through its own template: `/tokenize` of the matrix's conversation with the generation prompt must
+be the beginning of training's tokens (`render_chats`), and of the ten held-out questions asked through
+`/v1/chat/completions` at least 90 % must end at the model's end of turn (`finish_reason: stop`). It is a bench, not a
+CI column: vLLM takes about a minute to start on 2 cores, six times. Targets per family: the render equal, the
+stop share ≥ 0.9 (exit status 1 when one is missed, a family vLLM cannot serve included, with its reason).
+The tiny models have two heads of 32 (the matrix's have four of 16, which vLLM's CPU attention does not take).
+`--smoke` runs Phi-3.5 alone (the smallest vocabulary) and judges nothing (tools/bench_smoke.sh).
+
+    python bench/family_vllm.py [--families llama-3,qwen3] [--out DIR] [--smoke]
+"""
+import argparse, sys, tempfile, time
+from pathlib import Path
+import httpx
+sys.path.insert(0, str(Path(__file__).parent))
+from _data import Targets, add_smoke_arg
+from llm_nb.bench import answer_scores, ask_chat
+from llm_nb.chat import render_chats
+from llm_nb.config import ModelCfg, ServeCfg
+from llm_nb.export import merge_adapter
+from llm_nb.families import FAMILIES, tiny_family_model
+from llm_nb.family_matrix import CHAT, HELD_OUT_ITEMS, SPREAD, STOP_FLOOR, item_chat, train_lora
+from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python
+
+VLLM_HEADS = dict(num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # vLLM's CPU attention: heads of 32 and up
+
+def vllm_served(folder:Path, log:Path, questions:list[dict]) -> tuple[list[int], list[dict], float]:
+    "(vLLM's tokens of CHAT's last prompt, its answers to `questions`, seconds to start) for the model in `folder`."
+    sc, port, python = ServeCfg(), free_port(), vllm_python()
+    if python is None: raise RuntimeError("vLLM is not installed: bash tools/install.sh --vllm")
+    cmd = vllm_cmd(str(folder), sc, port, cpu=True, python=python)
+    t0 = time.monotonic()
+    with Server(cmd, f"http://127.0.0.1:{port}", log, health="/health",
+                env={"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)}) as s:
+        s.start(sc.startup_timeout)
+        started = time.monotonic() - t0
+        r = httpx.post(s.base_url + "/tokenize", json=dict(model=sc.served_name, messages=CHAT[:-1], add_generation_prompt=True),
+                       timeout=60)
+        r.raise_for_status()
+        return r.json()["tokens"], ask_chat(s.base_url, questions, max_tokens=24, model=sc.served_name), started
+
+def family_vllm(name:str, out:Path) -> dict:
+    "The family trained, merged and served by vLLM: what it rendered and how its answers ended."
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    f = FAMILIES[name]
+    folder = tiny_family_model(name, out/name, initializer_range=SPREAD, **VLLM_HEADS)
+    tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
+    losses = train_lora(model, tok, f.lora, out/f"{name}-adapter")
+    merged = merge_adapter(str(folder), out/f"{name}-adapter", out/f"{name}-merged", ModelCfg())
+    questions = [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
+    served, asked, started = vllm_served(merged, out/f"{name}-vllm.log", questions)
+    train = render_chats(tok, tok.chat_template, [CHAT])["input_ids"][0]
+    at = next((i for i, (a, b) in enumerate(zip(train, served)) if a != b), min(len(train), len(served)))
+    equal = train[:len(served)] == served
+    return dict(equal=equal, tokens=len(served), where="" if equal else f"token {at}: vLLM {tok.decode(served[at:at + 6])!r}, "
+                f"training {tok.decode(train[at:at + 6])!r}", loss=(losses[0], losses[-1]), started=started, **answer_scores(asked),
+                example=next((a["answer"] for a in asked if a["finish_reason"] != "stop"), asked[0]["answer"]))
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated keys of llm_nb.families.FAMILIES")
+    ap.add_argument("--out", type=Path, default=None, help="where the models and logs go (default: a temporary folder)")
+    add_smoke_arg(ap, "Phi-3.5 alone")
+    a = ap.parse_args()
+    names = ["phi-3.5"] if a.smoke else a.families.split(",")
+    out = a.out or Path(tempfile.mkdtemp(prefix="llm_nb_family_vllm-"))
+    targets = Targets("family_vllm", a.smoke)
+    print("| family | vLLM's prompt = training's | stopped | exact match | loss | vLLM start |\n|---|---|--:|--:|---|--:|")
+    for name in names:
+        t0 = time.monotonic()
+        try: r = family_vllm(name, out)
+        except Exception as e:  # a family vLLM cannot serve: its reason, and a miss
+            why = (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
+            print(f"| {name} | ❌ {why} | - | - | - | - |")
+            targets.check(f"{name}: served by vLLM", False, "==", True)
+            continue
+        print(f"| {name} | {'✅ ' + str(r['tokens']) + ' tokens' if r['equal'] else '❌ ' + r['where']} | {r['stopped']:.0%} "
+              f"| {r['exact_match']:.0%} | {r['loss'][0]:.2f} → {r['loss'][1]:.2f} | {r['started']:.0f} s |", flush=True)
+        targets.check(f"{name}: vLLM's prompt is the beginning of training's tokens", r["equal"], "==", True)
+        targets.check(f"{name}: share of answers that stopped", r["stopped"], ">=", STOP_FLOOR)
+        if r["stopped"] < STOP_FLOOR: print(f"  {name}: e.g. {r['example']!r} ({time.monotonic() - t0:.0f} s)")
+    print(f"models and vLLM's logs in {out}")
+    sys.exit(targets.finish())
+
+if __name__ == "__main__": main()
