@@ -19,11 +19,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
 from llm_nb.bench import answer_scores, ask_chat
-from llm_nb.chat import render_chats
 from llm_nb.config import ModelCfg, ServeCfg
 from llm_nb.export import merge_adapter
 from llm_nb.families import FAMILIES, tiny_family_model
-from llm_nb.family_matrix import CHAT, HELD_OUT_ITEMS, SPREAD, STOP_FLOOR, item_chat, train_lora
+from llm_nb.family_matrix import CHAT, SPREAD, STOP_FLOOR, held_out_questions, served_prompt_check, train_lora
 from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python
 
 VLLM_HEADS = dict(num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # vLLM's CPU attention: heads of 32 and up
@@ -51,13 +50,10 @@ def family_vllm(name:str, out:Path) -> dict:
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
     losses = train_lora(model, tok, f.lora, out/f"{name}-adapter")
     merged = merge_adapter(str(folder), out/f"{name}-adapter", out/f"{name}-merged", ModelCfg())
-    questions = [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
-    served, asked, started = vllm_served(merged, out/f"{name}-vllm.log", questions)
-    train = render_chats(tok, tok.chat_template, [CHAT])["input_ids"][0]
-    at = next((i for i, (a, b) in enumerate(zip(train, served)) if a != b), min(len(train), len(served)))
-    equal = train[:len(served)] == served
-    return dict(equal=equal, tokens=len(served), where="" if equal else f"token {at}: vLLM {tok.decode(served[at:at + 6])!r}, "
-                f"training {tok.decode(train[at:at + 6])!r}", loss=(losses[0], losses[-1]), started=started, **answer_scores(asked),
+    served, asked, started = vllm_served(merged, out/f"{name}-vllm.log", held_out_questions())
+    try: equal, where = True, served_prompt_check(tok, served)
+    except ValueError as e: equal, where = False, str(e)
+    return dict(equal=equal, tokens=len(served), where=where, loss=(losses[0], losses[-1]), started=started, **answer_scores(asked),
                 example=next((a["answer"] for a in asked if a["finish_reason"] != "stop"), asked[0]["answer"]))
 
 def main():

@@ -19,8 +19,8 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['CHAT', 'STAGES', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH', 'SPREAD',
-           'STOP_FLOOR', 'Row', 'item_chat', 'train_lora', 'gguf_vocab_diff', 'llama_server_asked', 'family_row',
-           'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
+           'STOP_FLOOR', 'Row', 'item_chat', 'held_out_questions', 'train_lora', 'gguf_vocab_diff',
+           'llama_server_asked', 'served_prompt_check', 'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
@@ -54,6 +54,10 @@ def item_chat(i:int # the item's number; even: asked in English, odd: in Chinese
     return [dict(role="user", content=q), dict(role="assistant", content=a)]
 
 TRAIN_ITEMS, HELD_OUT_ITEMS = range(48), range(100, 110)  # trained on; asked after (never trained on)
+
+def held_out_questions() -> list[dict]:
+    "`user` and `answer` of each held-out item question, as a server is asked them (`llm_nb.bench.ask_chat`)."
+    return [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
 TRAIN_STEPS, TRAIN_BATCH = 30, 8
 SPREAD = 0.1  # the tiny model's initializer_range: five times the classes' default, see above
 
@@ -117,12 +121,14 @@ def llama_server_asked(gguf_file:Path, # the family's GGUF
         return tokens, ask_chat(s.base_url, questions, max_tokens=24)
 
 # %% ../nbs/93_family_matrix.ipynb #fm000011
-def _served_prompt(tok, served:list[int]) -> str:
-    "What the served-prompt stage shows; a `ValueError` where llama-server's prompt is not the beginning of training's."
+def served_prompt_check(tok, # the family's tokenizer, with its template
+                        served:list[int] # the tokens a server sends the model for `CHAT`'s last answer
+                       ) -> str:
+    "What the served-prompt stage shows; a `ValueError` where a server's prompt is not the beginning of training's."
     train = render_chats(tok, tok.chat_template, [CHAT])["input_ids"][0]
     if train[:len(served)] != served:
         at = next((i for i, (a, b) in enumerate(zip(train, served)) if a != b), len(train))
-        raise ValueError(f"llama-server's prompt parts from training's at token {at}: {tok.decode(served[at:at + 6])!r} "
+        raise ValueError(f"the server's prompt parts from training's at token {at}: {tok.decode(served[at:at + 6])!r} "
                          f"vs {tok.decode(train[at:at + 6])!r}")
     return f"{len(served)} tokens equal"
 
@@ -186,9 +192,8 @@ def family_row(name:str, # a key of `FAMILIES`
     def q8(): return f"{quantize_gguf(gguf_f16, gguf_q8, 'q8_0').stat().st_size / 2**20:.0f} MiB"
     served = {}
     def prompt():
-        questions = [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
-        served["prompt"], served["asked"] = llama_server_asked(gguf_q8, CHAT, questions, out/f"{name}-server.log")
-        return _served_prompt(tok, served["prompt"])
+        served["prompt"], served["asked"] = llama_server_asked(gguf_q8, CHAT, held_out_questions(), out/f"{name}-server.log")
+        return served_prompt_check(tok, served["prompt"])
     def par():
         m = AutoModelForCausalLM.from_pretrained(merged).eval()
         chats = [CHAT[:-1]] + [[dict(role="user", content=q)] for q in QUESTIONS]
