@@ -25,7 +25,7 @@ class Targets:
     """A bench's stated targets, each judged on its measured figure. `check` records one; `finish` prints one line per
     target, "target: WHAT <= BOUND: VALUE — met" (or MISSED), and returns the exit status: 1 when any is missed.
     In a smoke run (`smoke`) the lines end "not judged", one line says why, and the status is 0."""
-    OPS = {"<=": (operator.le, "≤"), ">=": (operator.ge, "≥"), "==": (operator.eq, "="), "<": (operator.lt, "<")}
+    OPS = {"<=": (operator.le, "≤"), ">=": (operator.ge, "≥"), "==": (operator.eq, "="), "<": (operator.lt, "<"), ">": (operator.gt, ">")}
     def __init__(self, prog:str, smoke:bool=False): self.prog, self.smoke, self.rows = prog, smoke, []
 
     @staticmethod
@@ -34,7 +34,7 @@ class Targets:
         return fmt.format(v) if isinstance(v, (int, float)) else str(v)
 
     def check(self, what:str, value, op:str, bound, fmt:str="{:.2f}") -> bool:
-        "Record the target `value op bound` (op: <=, >=, ==, <); whether it is met."
+        "Record the target `value op bound` (op: <=, >=, ==, <, >); whether it is met."
         test, sym = self.OPS[op]
         ok = bool(test(value, bound))
         self.rows.append((f"{what} {sym} {self.show(bound, '{}')}: {self.show(value, fmt)}", ok))

@@ -90,6 +90,9 @@ class SynthCfg(Section):
     n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
     n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
     n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
+    # share of the training conversations answered in a second style, the answer labelled ("症状：头痛、胸闷", "Product:
+    # desk lamp"); above 0 the preference pairs prefer that style (their rejected side mostly the same answer plain)
+    styled_answers: float = Field(0.0, ge=0, le=1)
     # held-out questions copied into raw.jsonl with their answers, reformatted: contamination that clean must catch
     # (none where there are no held-out questions)
     n_contaminated: int = Field(0, ge=0)
@@ -245,6 +248,10 @@ class DvcCfg(Section):
 # %% ../nbs/00_config.ipynb #d2938176
 class TinyCfg(Section):
     "Shape of the tiny random Llama used by the demo and the tests."
+    # "": a Llama with a SentencePiece tokenizer trained on the run's text and ChatML; or a family of
+    # llm_nb.families.FAMILIES (e.g. qwen2.5): its class in this shape with its real tokenizer, chat template and
+    # end-of-turn stops (from llama.cpp's source; vocab_size and character_coverage are then unused)
+    family: Literal["", "llama-3", "qwen2.5", "qwen3", "phi-3.5", "gemma-4", "qwen3-moe"] = ""
     vocab_size: int = Field(1000, gt=300)  # SentencePiece vocabulary (upper bound: small corpora yield fewer)
     # share of characters that get a piece of their own; the rest go through byte fallback (0.9995: SentencePiece's
     # advice for CJK, whose thousands of characters need a vocabulary at least as large as those it covers)

@@ -12,10 +12,10 @@ from .run import Run, Stage, json_sha256, run_folder, sha256_file
 
 # %% auto #0
 __all__ = ['PLACE_KEYS', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read',
-           'stages_recorded', 'file_sha256', 'current_files', 'stage_key', 'changed_files', 'stale_reasons', 'stamp',
-           'find_run_dir', 'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init', 'dvc_stage',
-           'write_dvc_files', 'lfs_attributes', 'git_lfs_track', 'config_inputs', 'dvc_caches', 'dvc_stages',
-           'write_dvc']
+           'stages_recorded', 'file_sha256', 'current_files', 'reads_seed', 'left_out', 'stage_key', 'changed_files',
+           'stale_reasons', 'stamp', 'find_run_dir', 'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init',
+           'dvc_stage', 'write_dvc_files', 'lfs_attributes', 'git_lfs_track', 'config_inputs', 'dvc_caches',
+           'dvc_stages', 'write_dvc']
 
 # %% ../nbs/15_lineage.ipynb #vr000007
 def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
@@ -131,7 +131,19 @@ def current_files(run:Run, # the run the keys are relative to
     return {k: file_sha256(Path(k) if Path(k).is_absolute() else run.dir/k, r) for k, r in recorded.items()}
 
 # %% ../nbs/15_lineage.ipynb #vr000019
-PLACE_KEYS = {"run": {"root", "name"}}  # where a run lives, not what it computes: left out of stage keys
+PLACE_KEYS = {"run": {"root", "name", "seeds"}}  # where a run lives (and the seeds beside it), not what it computes
+
+def reads_seed(code:dict # from `reached_code`
+              ) -> bool:
+    "Whether the code names a `.seed` attribute (`cfg.run.seed`): if not, `run.seed` stays out of its stage's key."
+    return any(isinstance(n, ast.Attribute) and n.attr == "seed"
+               for o in code.values() if o.__module__ != "llm_nb.config" for n in ast.walk(definition(o)))
+
+def left_out(section:str, # a config section the stage reads
+             code:dict # from `reached_code`
+            ) -> set:
+    "The section's fields that are no part of a stage's key: where the run lives; `run.seed` where no code reads it."
+    return PLACE_KEYS.get(section, set()) | ({"seed"} if section == "run" and not reads_seed(code) else set())
 
 def stage_key(cfg:Config, # the run's config
               run:Run, # the run folder
@@ -145,7 +157,7 @@ def stage_key(cfg:Config, # the run's config
     code, recorded = reached_code(fn), stages_recorded(run)
     earlier = {n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}
     return dict(code=code_sha256(code), upstream=json_sha256(earlier), watch=json_sha256(list(map(run.portable, watch))),
-                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json", exclude=PLACE_KEYS.get(s)))
+                config={s: json_sha256(getattr(cfg, s).model_dump(mode="json", exclude=left_out(s, code)))
                         for s in sections_read(code)})
 
 # %% ../nbs/15_lineage.ipynb #vr000022

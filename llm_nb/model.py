@@ -12,17 +12,17 @@ from .config import ConfigError, DeepSpeedCfg, expand
 from .run import Run, Stage, read_json
 from .env import peft_quietly, resolve_loading
 from .chat import CHATML
-from .families import missing_targets
+from .families import missing_targets, tiny_family_model
 from .records import decode_turns
 
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
            'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB',
-           'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'build_tiny_model', 'pretrain',
-           'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings', 'preset_table',
-           'add_lora', 'whole_modules', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
-           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'launch_memory',
-           'local_model', 'run_model', 'base_model_path', 'final_adapter']
+           'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes',
+           'build_tiny_model', 'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
+           'lora_settings', 'preset_table', 'add_lora', 'whole_modules', 'lora_counts', 'lora_line',
+           'model_state_bytes', 'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes',
+           'estimate_memory', 'launch_memory', 'local_model', 'run_model', 'base_model_path', 'final_adapter']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -113,24 +113,46 @@ def _llama_config(tcfg, vocab_size:int):
                        bos_token_id=SPECIAL_IDS["bos_id"], eos_token_id=SPECIAL_IDS["eos_id"],
                        pad_token_id=SPECIAL_IDS["pad_id"], tie_word_embeddings=False)
 
+def family_sizes(tcfg # `Config.model.tiny`
+                ) -> dict:
+    "`tcfg`'s shape in the names of transformers' configs, as `llm_nb.families.tiny_family_model` takes it."
+    return dict(hidden_size=tcfg.hidden_size, intermediate_size=tcfg.intermediate_size, num_hidden_layers=tcfg.num_layers,
+                num_attention_heads=tcfg.num_heads, num_key_value_heads=tcfg.num_heads,
+                head_dim=tcfg.hidden_size // tcfg.num_heads, max_position_embeddings=tcfg.max_position_embeddings)
+
+def _pretrain_logged(model, tok, texts:list[str], tcfg, seed:int, out_dir:Path) -> None:
+    "`pretrain` `model` for `tcfg.pretrain_steps` steps on `texts`; its losses in `out_dir`/pretrain.json."
+    losses = pretrain(model, tok, texts, tcfg.pretrain_steps, tcfg.pretrain_lr,
+                      min(PRETRAIN_BLOCK, tcfg.max_position_embeddings), seed=seed)
+    (out_dir/"pretrain.json").write_text(json.dumps(dict(steps=len(losses), lr=tcfg.pretrain_lr, losses=losses)))
+
+def _tiny_family(out_dir:Path, tcfg, seed:int, texts:list[str]) -> Path:
+    "`tiny_family_model` of `tcfg.family` in `tcfg`'s shape, in `out_dir`; pretrained on `texts` when `tcfg.pretrain_steps`."
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tiny_family_model(tcfg.family, out_dir, seed, **family_sizes(tcfg))
+    if tcfg.pretrain_steps:
+        model = AutoModelForCausalLM.from_pretrained(out_dir)
+        _pretrain_logged(model, AutoTokenizer.from_pretrained(out_dir), texts, tcfg, seed, out_dir)
+        model.save_pretrained(out_dir)
+    return out_dir
+
 def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
                      out_dir:Path, # folder the checkpoint is saved in
-                     tcfg, # `Config.model.tiny`: vocabulary size, character coverage and shape
+                     tcfg, # `Config.model.tiny`: family, vocabulary size, character coverage and shape
                      seed:int=0, # seed of the random weights
                      pretrain_texts:list[str]|None=None # what `tcfg.pretrain_steps` train it on (default: `texts`)
                     ) -> Path:
-    "Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a hub checkpoint."
+    """Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a hub
+    checkpoint; with `tcfg.family`, that family's class with its real tokenizer and template instead (`_tiny_family`)."""
     from transformers import LlamaForCausalLM
-    out_dir = Path(out_dir)
+    out_dir, pretrain_texts = Path(out_dir), texts if pretrain_texts is None else pretrain_texts
+    if tcfg.family: return _tiny_family(out_dir, tcfg, seed, pretrain_texts)
     tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tcfg, len(tok)))
     # generation stops at </s> (plain text) and at <|im_end|> (an answer)
     model.generation_config.eos_token_id = [tok.eos_token_id, tok.convert_tokens_to_ids(CHAT_TOKENS[1])]
-    if tcfg.pretrain_steps:
-        losses = pretrain(model, tok, texts if pretrain_texts is None else pretrain_texts, tcfg.pretrain_steps,
-                          tcfg.pretrain_lr, min(PRETRAIN_BLOCK, tcfg.max_position_embeddings), seed=seed)
-        (out_dir/"pretrain.json").write_text(json.dumps(dict(steps=len(losses), lr=tcfg.pretrain_lr, losses=losses)))
+    if tcfg.pretrain_steps: _pretrain_logged(model, tok, pretrain_texts, tcfg, seed, out_dir)
     model.save_pretrained(out_dir)
     save_tokenizer(tok, out_dir)
     # save_pretrained does not write the SentencePiece model; llama.cpp's converter needs it

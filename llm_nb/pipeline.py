@@ -10,7 +10,7 @@ from .config import Config, ConfigError, check_paths, load_config
 from .run import (Run, RunError, disk_space, is_main_process, run_folder, save_figure, write_json_atomic,
                         write_text_atomic)
 from .stats import summarize_reports, summary_figure, summary_markdown, varying
-from .lineage import stage_key, stale_reasons, stamp
+from .lineage import stage_key, stages_recorded, stale_reasons, stamp
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean_datatrove import run_clean
@@ -25,7 +25,7 @@ from .serve_bench import run_serve_bench
 from .bench import BenchFailed
 
 # %% auto #0
-__all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'seed_config',
+__all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'share_unseeded', 'seed_config',
            'write_seed_summary', 'run_seeds']
 
 # %% ../nbs/90_pipeline.ipynb #3d061365
@@ -110,6 +110,37 @@ def _run_stages(cfg:Config, run:Run, stages:list[str], force:bool) -> Run:
           f" in {summary['total_s']:.1f}s -> {run.dir}")
     return run
 
+# %% ../nbs/90_pipeline.ipynb #sd000010
+def _copy_tree(src:Path, dst:Path) -> None:
+    "`src` copied to `dst` as hard links (a copy where the file system cannot link)."
+    import shutil
+    def link(a, b):
+        try: os.link(a, b)
+        except OSError: shutil.copy2(a, b)
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, copy_function=link, symlinks=True)
+
+def share_unseeded(cfg:Config, # the config of one seed's run (`seed_config`)
+                   first:Run, # the first seed's run, its stages done
+                   stages:list[str] # names from `STAGES`
+                  ) -> list[str]:
+    """Copy into `cfg`'s run each of `stages` whose key there is the key it ran with in `first` (it reads no seed and
+    nothing that did), with its manifest and report entries; the stages copied. The pipeline then skips them."""
+    run, shared = Run.create(cfg), []
+    with run.lock():
+        for s in [s for s in STAGES if s in stages]:
+            fn, done = STAGES[s], stages_recorded(first)
+            key, why = stage_status(cfg, run, s)
+            entry = done.get(fn.stage)
+            if not why or key is None or entry is None or entry.get("cache") != key: continue
+            for folder in fn.contract.folders_for(cfg):
+                if (first.dir/folder).exists(): _copy_tree(first.dir/folder, run.dir/folder)
+            run.set_entry("manifest.json", fn.stage, dict(entry, shared_from=os.path.relpath(first.dir, run.dir)))
+            run.set_entry("report.json", fn.stage, first.report()["stages"].get(fn.stage, {}))
+            shared.append(s)
+    return shared
+
+
 # %% ../nbs/90_pipeline.ipynb #sd000002
 def seed_config(cfg:Config, # the config of the whole set of runs
                 k:int # a seed
@@ -148,7 +179,12 @@ def run_seeds(cfg:Config, # the config; its `run.seed` is replaced by each of `s
         for k in seeds: run_pipeline(seed_config(cfg, k), stages, force, seeds=[])
         return top
     with top.lock():
-        reports = {k: run_pipeline(seed_config(cfg, k), stages, force, seeds=[]).report() for k in seeds}
+        reports = {}
+        for k in seeds:
+            if reports and not force and (shared := share_unseeded(seed_config(cfg, k), first, stages)):
+                print(f"seed {k}: {', '.join(shared)} shared with seed {seeds[0]} (they read no seed)")
+            first = first if reports else Run(run_folder(seed_config(cfg, k)), seed_config(cfg, k))
+            reports[k] = run_pipeline(seed_config(cfg, k), stages, force, seeds=[]).report()
         scores = write_seed_summary(top.dir, reports, cfg.run.name)
     print(f"seeds: {len(seeds)} runs ({seeds}); {len(scores)} numbers summarized, {len(varying(scores, len(scores)))}"
           f" differ between seeds -> {top.dir/'summary.md'}")

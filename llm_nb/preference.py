@@ -11,9 +11,10 @@ import torch
 with contextlib.redirect_stdout(io.StringIO()):  # transformers' W&B notice on import (see 24_train)
     from trl import DPOConfig, DPOTrainer, GRPOConfig, GRPOTrainer
     from trl.data_utils import common_prefix_length
-from .config import ConfigError, refuse
+from .config import ConfigError, demo_config, refuse
 from .records import TURN_MARK, decode_turns, pair_of, take_record
 from .run import Stage, save_figure, show_table
+from .stats import paired_bootstrap, verdict
 from .model import base_model_path, load_model, load_tokenizer
 from .env import env_report, resolve_loading
 from .chat import stop_ids
@@ -23,9 +24,10 @@ from .deepspeed_config import deepspeed_config, world_size
 from .track import start_wandb, wandb_mode, wandb_summary
 
 # %% auto #0
-__all__ = ['SCORE_BATCH', 'GEN_BATCH', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES', 'CURVES_DPI', 'SCORE_COLUMNS', 'LOGP_COLUMNS',
-           'PREFERENCE', 'BUILDERS', 'stored_pairs', 'stored_conversations', 'read_pairs', 'split_pairs', 'answer_ids',
-           'answer_logps', 'greedy_answers', 'on_policy', 'held_out_scores', 'sft_model', 'trainer_args', 'dpo_args',
+__all__ = ['DEMO_GRPO', 'SCORE_BATCH', 'GEN_BATCH', 'PAIRED_BOOT', 'PER_PAIR', 'RESUMABLE_PREFERENCE', 'REWARDS', 'CURVES',
+           'CURVES_DPI', 'SCORE_COLUMNS', 'LOGP_COLUMNS', 'PREFERENCE', 'BUILDERS', 'stored_pairs',
+           'stored_conversations', 'demo_pairs', 'read_pairs', 'split_pairs', 'answer_ids', 'answer_logps',
+           'greedy_answers', 'on_policy', 'held_out_scores', 'sft_model', 'paired_scores', 'trainer_args', 'dpo_args',
            'preference_fingerprint', 'GuardedDPOTrainer', 'trainer_setup', 'build_dpo_trainer', 'completion_text',
            'exact_match_reward', 'words', 'f1_reward', 'regex_reward', 'reward_function', 'references',
            'vllm_generation', 'grpo_args', 'GuardedGRPOTrainer', 'build_grpo_trainer', 'plot_curves',
@@ -47,6 +49,21 @@ def stored_conversations(src:Path # clean/clean.parquet
     "GRPO's examples of the cleaned conversations: {prompt: the turns before the last answer, chosen: that answer}."
     return [dict(prompt=turns[:-1], chosen=[dict(role="assistant", content=turns[-1]["content"])])
             for turns in _stored_turns(src) if not pair_of(turns) and len(turns) > 1 and turns[-1]["role"] == "assistant"]
+
+# %% ../nbs/26_preference.ipynb #pr0000d1
+def demo_pairs() -> dict:
+    """The demo's preference run as config overrides: 300 pairs about style to tune on and 40 held out (ingested as a
+    source, the held-out ones read from their file), the SFT data 30 % labelled, DPO for 60 steps at 5e-4, beta 0.1."""
+    return {"synth.n_preference_pairs": 300, "synth.n_heldout_pairs": 40, "synth.styled_answers": 0.3,
+            "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources]
+                              + [{"name": "preferences", "path": "{run}/synth/chat/preference.jsonl"}],
+            "preference.heldout": "{run}/synth/chat/preference_heldout.jsonl", "preference.method": "dpo",
+            "preference.learning_rate": 5e-4, "preference.beta": 0.1, "preference.max_steps": 60}
+
+# the demo's GRPO run: the same pairs' prompts, 8 answers sampled per prompt, rewarded by exact match with the chosen one
+DEMO_GRPO = {"preference.method": "grpo", "preference.reward": "exact_match", "preference.learning_rate": 5e-4,
+             "preference.max_steps": 100, "preference.batch_size": 32, "preference.num_generations": 8}
+
 
 # %% ../nbs/26_preference.ipynb #pr000010
 def read_pairs(path:Path # a JSONL file of preference records
@@ -146,18 +163,23 @@ def held_out_scores(model, # the model to score
                     reward=None, # a reward function (TRL's signature, `reward_function`): its mean on the greedy answers
                     written:list[dict]|None=None # `pairs` as written, when `on_policy` swapped rejected answers in
                    ) -> dict:
-    "Log-probabilities of chosen and rejected answers, preference accuracy, greedy exact match (and reward) on `pairs`."
+    """Log-probabilities of chosen and rejected answers, preference accuracy (on `pairs`, and on them as written), greedy
+    exact match (and reward) on `pairs`, with the per-pair values (`exact`, `ranked_written`, `rewards`) behind them."""
     logps = lambda ps, side: answer_logps(model, tok.pad_token_id, [answer_ids(tok, p["prompt"], p[side]) for p in ps])
     lp = {side: logps(pairs, side) for side in ("chosen", "rejected") if all(side in p for p in pairs)}
     said = greedy_answers(model, tok, [p["prompt"] for p in pairs], max_new_tokens)
     right = [p["chosen"][0]["content"].strip() for p in pairs]
-    rewards = reward and reward(prompts=[p["prompt"] for p in pairs], reference=right,
-                                completions=[[{"role": "assistant", "content": s}] for s in said])
-    ranked = lambda r: {"logps_rejected": r.tolist(), "accuracy": float(np.mean(lp["chosen"] > r))}
-    return dict(logps_chosen=lp["chosen"].tolist(), **(ranked(lp["rejected"]) if "rejected" in lp else {}),
-                exact_match=float(np.mean([s == r for s, r in zip(said, right)])), answers=said,
-                **({"reward": float(np.mean(rewards)), "rewards": list(map(float, rewards))} if reward else {}),
-                **({"accuracy_written": float(np.mean(lp["chosen"] > logps(written, "rejected")))} if written else {}))
+    exact = [float(s == r) for s, r in zip(said, right)]
+    out = dict(logps_chosen=lp["chosen"].tolist(), exact_match=float(np.mean(exact)), exact=exact, answers=said)
+    if "rejected" in lp:  # ranked on the pairs, and on the pairs as written (the same unless `on_policy` swapped some)
+        ranked = (lp["chosen"] > (lp["rejected"] if written is None else logps(written, "rejected"))).astype(float)
+        out |= dict(logps_rejected=lp["rejected"].tolist(), accuracy=float(np.mean(lp["chosen"] > lp["rejected"])),
+                    accuracy_written=float(ranked.mean()), ranked_written=ranked.tolist())
+    if reward:
+        rewards = reward(prompts=[p["prompt"] for p in pairs], reference=right,
+                         completions=[[{"role": "assistant", "content": s}] for s in said])
+        out |= dict(reward=float(np.mean(rewards)), rewards=list(map(float, rewards)))
+    return out
 
 # %% ../nbs/26_preference.ipynb #pr000021
 def sft_model(cfg, # the run's config (`model`)
@@ -168,6 +190,23 @@ def sft_model(cfg, # the run's config (`model`)
     from peft import PeftModel
     base = load_model(base_model_path(run), cfg.model, training=trainable)
     return PeftModel.from_pretrained(base, str(run.input("train/adapter")), is_trainable=trainable)
+
+# %% ../nbs/26_preference.ipynb #pa000002
+PAIRED_BOOT = 10_000  # bootstrap resamples of the held-out pairs per paired interval (seeded: the same interval each run)
+PER_PAIR = {"accuracy_written": "ranked_written", "exact_match": "exact", "reward": "rewards"}  # score -> its values per pair
+
+def paired_scores(scores:dict, # `held_out_scores` per model, e.g. {"sft": ..., "dpo": ...}
+                  a:str, # the model compared with (the SFT model)
+                  b:str # the model compared (the tuned one)
+                 ) -> dict:
+    "{score: {vs, diff, lo, hi, n, verdict}}: `b` − `a` on the same held-out pairs for each score of `PER_PAIR` both have."
+    out = {}
+    for score, per in PER_PAIR.items():
+        if per in scores[a] and per in scores[b]:
+            d = paired_bootstrap(scores[a][per], scores[b][per], PAIRED_BOOT)
+            out[score] = dict(vs=a, **d, verdict=verdict(d))
+    return out
+
 
 # %% ../nbs/26_preference.ipynb #pr000024
 def trainer_args(cfg, # the run's `Config`
@@ -375,6 +414,12 @@ def _scores_table(s:dict) -> str:
     rows = [f"| {m} | " + " | ".join(cell(s[m].get(k)) for k in cols) + " |" for m in s]
     return f"| model | {' | '.join(names[k] for k in cols)} |\n" + "|---" * (len(cols) + 1) + "|\n" + "\n".join(rows)
 
+def _paired_table(paired:dict) -> str:
+    "`paired_scores` as markdown: a row per score with its difference, 95 % interval and verdict."
+    rows = [f"| {SCORE_COLUMNS[k]} | {p['diff']:+.3f} | [{p['lo']:+.3f}, {p['hi']:+.3f}] | {p['n']} | {p['verdict'].split(':')[0]} |"
+            for k, p in paired.items()]
+    return "| score | difference | 95 % interval | pairs | verdict |\n|---|--:|--:|--:|---|\n" + "\n".join(rows)
+
 def implicit_accuracy(sft:dict, dpo:dict) -> float:
     "DPO's implicit-reward accuracy on held-out pairs: the chosen answer's log-ratio to the SFT model above the rejected one's."
     c = np.array(dpo["logps_chosen"]) - np.array(sft["logps_chosen"])
@@ -436,6 +481,7 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     model = trainer.accelerator.unwrap_model(trainer.model)
     if "ref" in model.peft_config: model.delete_adapter("ref")  # the reference copy: not part of the result
     scores[m] = held_out_scores(model, tok, held, pc.max_new_tokens, reward, written)
+    paired = paired_scores(scores, "sft", m)
     save_adapter(trainer, out/"adapter")
     if not trainer.is_world_process_zero(): return None
     log = trainer.state.log_history
@@ -447,7 +493,7 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
                       "prompts": pc.prompts}),
                   rejected=pc.rejected, **{f"on_policy_{k}": n for k, n in swapped.items()},
                   **{f"{k}_{s}": scores[k][s] for k in ("sft", m) for s in SCORE_COLUMNS if s in scores[k]},
-                  **_method_counts(m, log, scores)) | tracked
+                  **_method_counts(m, log, scores), paired=paired) | tracked
     (out/"log.json").write_text(json.dumps(log, indent=2))
     (out/"nan_events.json").write_text(json.dumps(events, indent=2))
     (out/"scores.json").write_text(json.dumps(scores, indent=1, ensure_ascii=False))
@@ -455,6 +501,7 @@ def run_preference(cfg, # the run's config (`cfg.preference`)
     how = f"{pc.loss_type}, beta {pc.beta}" if m == "dpo" else f"reward {pc.reward}, {pc.num_generations} per prompt"
     show_table(f"preference: {len(held)} held-out pairs, SFT and after {counts['steps']} steps of {m.upper()} ({how})",
                _scores_table(scores))
+    show_table(f"preference: {m.upper()} − SFT on the same {len(held)} held-out pairs (paired bootstrap)", _paired_table(paired))
     run.record("preference", counts=counts, outputs=[out/"adapter", out/"log.json", out/"nan_events.json", out/"scores.json",
                                                       out/"curves.png"])
     return counts

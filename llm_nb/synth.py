@@ -15,11 +15,11 @@ from .env import cjk_font
 __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIONS', 'EN_ENDINGS', 'MED_SYMPTOMS', 'MED_FINDINGS',
            'MED_ADVICE', 'HELD', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
-           'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN',
-           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'REFORMAT', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant',
-           'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx',
+           'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN', 'LABELS',
+           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'STYLE_PAIRS', 'REFORMAT', 'SYNTH', 'id_check_char', 'fake_pii',
+           'space_variant', 'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx',
            'handbook_pages', 'pii_kind', 'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo',
-           'instruction', 'conversation', 'make_instructions', 'write_chat_files', 'write_instructions',
+           'instruction', 'labelled', 'conversation', 'make_instructions', 'write_chat_files', 'write_instructions',
            'rejected_answer', 'preference_pair', 'make_preferences', 'contaminated_copies', 'write_preferences',
            'run_synth']
 
@@ -451,14 +451,25 @@ def instruction(kind:str, # the record's kind (a key of KINDS)
     spans = [text[s:e] for s, e, label in entity_spans(kind, text) if label == ASKED[kind]]
     return ASK[kind].format(text=text), "、".join(spans)
 
+# %% ../nbs/03_synth.ipynb #si000s02
+LABELS = {"medical": "症状：{}", "review_zh": "商品：{}", "review_en": "Product: {}"}  # the second style, per kind
+
+def labelled(kind:str, # the record's kind (a key of KINDS)
+             answer:str # the plain answer (`instruction`)
+            ) -> str:
+    "`answer` in the second style: labelled with what it names."
+    return LABELS[kind].format(answer)
+
+
 # %% ../nbs/03_synth.ipynb #si000004
 def conversation(d:Draft, # the record the questions are about
-                 r:random.Random # draws the system prompt and the follow-up
+                 r:random.Random, # draws the system prompt and the follow-up
+                 style:bool=False # the first answer in the second style (`labelled`)
                 ) -> dict:
     "An OpenAI `messages` record about `d`: sometimes a system prompt, the question and its answer, a follow-up for some notes."
     q, a = instruction(d.kind, d.text)
     msgs = [{"role": "system", "content": SYSTEM[d.kind]}] if r.random() < WITH_SYSTEM else []
-    msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": labelled(d.kind, a) if style else a}]
     if d.kind == "medical" and r.random() < MULTI_TURN:
         ask, where = FOLLOW_UP
         msgs += [{"role": "user", "content": ask}, {"role": "assistant", "content": f"{where.search(d.text).group(1)}天"}]
@@ -466,7 +477,8 @@ def conversation(d:Draft, # the record the questions are about
 
 def make_instructions(n:int, # training conversations
                       n_heldout:int, # held-out questions, about other records
-                      seed:int=0 # the run's seed (instructions draw from a stream of their own)
+                      seed:int=0, # the run's seed (instructions draw from a stream of their own)
+                      styled:float=0.0 # share of conversations answered in the second style (drawn from a stream of its own)
                      ) -> tuple[list[dict], list[dict]]:
     "(training conversations, held-out `{question, answer}`), each about a distinct record."
     r = random.Random(f"instructions-{seed}")
@@ -475,7 +487,8 @@ def make_instructions(n:int, # training conversations
     drafts = _drafts(n + n_heldout, r)[:n]
     held_drafts = _drafts(n_heldout, random.Random(f"heldout-{seed}"), held=True)  # their own phrases, their own stream
     held = [dict(zip(("question", "answer"), instruction(d.kind, d.text))) for d in held_drafts]
-    return [conversation(d, r) for d in drafts], held
+    style = random.Random(f"styles-{seed}")  # the conversations above stay the same whatever the share
+    return [conversation(d, r, style.random() < styled) for d in drafts], held
 
 # %% ../nbs/03_synth.ipynb #si000006
 def write_chat_files(d:Path, # the synth folder
@@ -488,11 +501,11 @@ def write_chat_files(d:Path, # the synth folder
     return [c/name for name in files]
 
 def write_instructions(d:Path, # the synth folder
-                       s, # `Config.synth`: n_instructions, n_heldout_instructions
+                       s, # `Config.synth`: n_instructions, n_heldout_instructions, styled_answers
                        seed:int # the run's seed
                       ) -> list[Path]:
     "synth/chat/train.jsonl (the conversations) and synth/chat/heldout.jsonl (the held-out questions)."
-    train, held = make_instructions(s.n_instructions, s.n_heldout_instructions, seed)
+    train, held = make_instructions(s.n_instructions, s.n_heldout_instructions, seed, s.styled_answers)
     return write_chat_files(d, {"train.jsonl": train, "heldout.jsonl": held})
 
 # %% ../nbs/03_synth.ipynb #sp000002
@@ -510,20 +523,28 @@ def rejected_answer(d:Draft, # the record the question is about
     wrong = sorted({a for o in others if o.kind == d.kind and (a := instruction(o.kind, o.text)[1]) != right})
     return r.choice(wrong)
 
-def preference_pair(d:Draft, others:list[Draft], r:random.Random) -> dict:
+STYLE_PAIRS = .75  # with styled answers: share of the pairs whose rejected side is the right answer, plain
+
+def preference_pair(d:Draft, others:list[Draft], r:random.Random,
+                    styled:bool=False # chosen: the right answer labelled; rejected: it plain, or a wrong one labelled
+                   ) -> dict:
     "A pair in TRL's conversational format: the question about `d`, its right answer chosen, a wrong one rejected."
     q, a = instruction(d.kind, d.text)
     say = lambda role, text: [{"role": role, "content": text}]
-    return dict(prompt=say("user", q), chosen=say("assistant", a), rejected=say("assistant", rejected_answer(d, others, r)))
+    if not styled: return dict(prompt=say("user", q), chosen=say("assistant", a),
+                               rejected=say("assistant", rejected_answer(d, others, r)))
+    worse = a if r.random() < STYLE_PAIRS else labelled(d.kind, rejected_answer(d, others, r))
+    return dict(prompt=say("user", q), chosen=say("assistant", labelled(d.kind, a)), rejected=say("assistant", worse))
 
 def make_preferences(n:int, # training pairs
                      n_heldout:int, # held-out pairs, about other records
-                     seed:int=0 # the run's seed (pairs draw from a stream of their own)
+                     seed:int=0, # the run's seed (pairs draw from a stream of their own)
+                     styled:bool=False # pairs about style (`preference_pair`): with `synth.styled_answers`
                     ) -> tuple[list[dict], list[dict]]:
     "(training pairs, held-out pairs), each about a distinct record; wrong answers come from all of them."
     r = random.Random(f"preferences-{seed}")
     drafts = _drafts(n + n_heldout, r, PAIR_KIND_WEIGHTS)  # the held-out ones too from the training phrases (below)
-    pairs = [preference_pair(d, drafts, r) for d in drafts]
+    pairs = [preference_pair(d, drafts, r, styled) for d in drafts]
     return pairs[:n], pairs[n:]
 
 
@@ -546,11 +567,11 @@ def contaminated_copies(heldout:Path, # synth/chat/heldout.jsonl
 
 # %% ../nbs/03_synth.ipynb #sp000004
 def write_preferences(d:Path, # the synth folder
-                      s, # `Config.synth`: n_preference_pairs, n_heldout_pairs
+                      s, # `Config.synth`: n_preference_pairs, n_heldout_pairs, styled_answers
                       seed:int # the run's seed
                      ) -> list[Path]:
     "synth/chat/preference.jsonl (the pairs trained on) and synth/chat/preference_heldout.jsonl."
-    train, held = make_preferences(s.n_preference_pairs, s.n_heldout_pairs, seed)
+    train, held = make_preferences(s.n_preference_pairs, s.n_heldout_pairs, seed, s.styled_answers > 0)
     return write_chat_files(d, {"preference.jsonl": train, "preference_heldout.jsonl": held})
 
 # %% ../nbs/03_synth.ipynb #e755c818
@@ -564,7 +585,8 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     s = cfg.synth
     if s.n_records == 0: return {}
     lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions",
-                                                      "n_preference_pairs", "n_heldout_pairs", "n_contaminated"}),
+                                                      "n_preference_pairs", "n_heldout_pairs", "n_contaminated",
+                                                      "styled_answers"}),
                                 seed=cfg.run.seed)
     d = run.stage_dir("synth")
     outputs = [d/"raw.jsonl", d/"truth.json"] + write_doccano_demo(d, lines, cfg.run.seed)

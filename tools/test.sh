@@ -25,12 +25,13 @@ fi
 export MPLCONFIGDIR="${MPLCONFIGDIR:-${TMPDIR:-/tmp}/llm_nb-mpl}"
 passed=0
 failed=0
+check_log=$(mktemp)  # the checks that failed, listed again at the end
 phases=()
 t_phase=$(date +%s)
 phase() { local now; now=$(date +%s); phases+=("$1 $((now - t_phase))s"); t_phase=$now; }  # name: seconds since the last
 check() { # name, command...
   local name=$1; shift
-  if "$@"; then passed=$((passed+1)); echo "ok: $name"; else failed=$((failed+1)); echo "FAILED: $name"; fi
+  if "$@"; then passed=$((passed+1)); echo "ok: $name"; else failed=$((failed+1)); echo "FAILED: $name" | tee -a "$check_log"; fi
 }
 in_sync() { nbdev_export && git diff --quiet -- llm_nb && [ -z "$(git ls-files --others --exclude-standard -- llm_nb)" ] \
   || { git status --short -- llm_nb; echo "llm_nb/ differs from nbdev_export of nbs/: edit notebooks, export, commit"; return 1; }; }
@@ -117,6 +118,12 @@ if [ "$skipped" -gt 0 ]; then
   echo 'skipped (under CI each is a failure, but a `#| gpu` cell without a GPU):'
   grep '^SKIPPED' "$py_log"
   [ -n "$nb_skips" ] && echo "$nb_skips" | sed 's/^/notebook: /'
+fi
+if [ "$failed" -gt 0 ]; then  # again at the end, where a CI log's tail shows it: what failed, and why
+  echo "failed:"
+  grep -h '^FAILED' "$py_log" "$check_log" 2>/dev/null | sed 's/^/  /'
+  awk '/nbdev Tests Failed On The Following Notebooks/{f=1;next} f && /\.ipynb/' "$nb_log" | sed 's/^/  nbdev_test: /'
+  grep -A 20 '^FAILED: .* in a real kernel' "$kernel_log" | cut -c1-300 | sed 's/^/  /'
 fi
 echo "test: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
