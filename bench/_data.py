@@ -3,7 +3,7 @@ perturbations, written by DuckDB as an ingest part (the Parquet schema llm_nb.in
 benchmark read the same file. Also what every bench shares: `timed` (one call's seconds), `Targets` (each stated
 target judged on its measured figure, one line each, exit status 1 when one is missed) and `--smoke` (the same code
 paths at the smallest scale, targets not judged: tools/bench_smoke.sh)."""
-import gc, operator, random, sys, time
+import gc, operator, random, sys, tempfile, time
 from pathlib import Path
 
 def timed(f, *args, **kw):
@@ -20,6 +20,16 @@ def add_smoke_arg(ap, what:str=""):
     ap.add_argument("--smoke", action="store_true",
                     help="the same code paths at the smallest scale that runs them (seconds): figures printed, targets "
                          "not judged, exit status 0 unless something failed (tools/bench_smoke.sh)" + (f"; {what}" if what else ""))
+
+def add_seed_args(ap, default:str):
+    "Add `--seeds` (comma-separated, default `default`: seeds no notebook uses) and `--keep DIR` to the parser `ap`."
+    ap.add_argument("--seeds", default=default, help=f"comma-separated seeds (default: {default}, which no notebook uses)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the runs in this folder (default: a temporary one)")
+
+def seeds_and_root(a, prog:str) -> tuple[list[int], Path]:
+    "The seeds `add_seed_args` parsed (only the first in a smoke run) and the folder the runs go in."
+    seeds = [int(s) for s in a.seeds.split(",")]
+    return seeds[:1] if a.smoke else seeds, a.keep or Path(tempfile.mkdtemp(prefix=f"{prog}-"))
 
 class Targets:
     """A bench's stated targets, each judged on its measured figure. `check` records one; `finish` prints one line per

@@ -21,10 +21,10 @@ Q8_0 only), judged on nothing (tools/bench_smoke.sh).
 
     python bench/demo_claims.py [--seeds 11,12,13] [--keep DIR] [--smoke]
 """
-import argparse, json, shutil, sys, tempfile, time, warnings
+import argparse, json, shutil, sys, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import SMOKE_RUN, Targets, add_smoke_arg
+from _data import SMOKE_RUN, Targets, add_seed_args, add_smoke_arg, seeds_and_root
 
 STAGES = ["synth", "ingest", "clean", "annotate", "model", "tokenize", "train", "evaluate", "export"]
 TASK = "heldout_answers"  # the demo's held-out questions, asked through the chat template (demo.yaml's local task)
@@ -55,16 +55,14 @@ def compare(per_seed:dict, a:str, b:str) -> dict|None:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="11,12,13", help="comma-separated seeds (default: 11,12,13, which no notebook uses)")
-    ap.add_argument("--keep", type=Path, default=None, help="keep the runs in this folder (default: a temporary one)")
+    add_seed_args(ap, "11,12,13")
     add_smoke_arg(ap, "one seed of SMOKE_RUN's demo, 20 instructions, 4 held-out questions, 4 steps, Q8_0 only")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     from llm_nb.config import demo_config
     from llm_nb.pipeline import run_pipeline
     from llm_nb.stats import verdict
-    seeds = [11] if a.smoke else [int(s) for s in a.seeds.split(",")]
-    root = a.keep or Path(tempfile.mkdtemp(prefix="demo_claims-"))
+    seeds, root = seeds_and_root(a, "demo_claims")
     ov = {"run.root": str(root), "run.name": "demo_claims", "serve.compare": []}
     if a.smoke: ov |= {**SMOKE_RUN, "synth.n_instructions": 20, "synth.n_heldout_instructions": 4,
                        "train.max_steps": 4, "export.quants": ["q8_0"]}

@@ -21,10 +21,10 @@ steps, 2 DPO and 2 GRPO steps, no W&B), judged on nothing (tools/bench_smoke.sh)
 
     python bench/preference_seeds.py [--seeds 101,102,103] [--keep DIR] [--smoke]
 """
-import argparse, json, shutil, sys, tempfile, time, warnings
+import argparse, json, shutil, sys, time, warnings
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from _data import SMOKE_RUN, Targets, add_smoke_arg
+from _data import SMOKE_RUN, Targets, add_seed_args, add_smoke_arg, seeds_and_root
 
 STAGES = ["synth", "ingest", "clean", "annotate", "model", "tokenize", "train", "preference"]
 ACCURACY, EXACT_DROP = 0.2, -0.05  # the targets above (the reward's: a lower end above 0)
@@ -48,8 +48,7 @@ def mean(v) -> str: return f"{sum(v) / len(v):.3f}" if v else "–"
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="101,102,103", help="comma-separated seeds (default: 101,102,103, which no notebook uses)")
-    ap.add_argument("--keep", type=Path, default=None, help="keep the runs in this folder (default: a temporary one)")
+    add_seed_args(ap, "101,102,103")
     add_smoke_arg(ap, "one seed of SMOKE_RUN's demo, 16 pairs, 4 SFT steps, 2 DPO and 2 GRPO steps")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -57,8 +56,7 @@ def main():
     from llm_nb.pipeline import run_pipeline
     from llm_nb.preference import DEMO_GRPO, demo_pairs
     from llm_nb.stats import verdict
-    seeds = [101] if a.smoke else [int(s) for s in a.seeds.split(",")]
-    root = a.keep or Path(tempfile.mkdtemp(prefix="preference_seeds-"))
+    seeds, root = seeds_and_root(a, "preference_seeds")
     dpo_cfg = demo_config(**{**demo_pairs(), "run.root": str(root), "run.name": "preference_seeds",
                              **(SMOKE if a.smoke else {})})
     grpo_cfg = load_config(dpo_cfg.model_dump(), **{**DEMO_GRPO, **(SMOKE_GRPO if a.smoke else {})})

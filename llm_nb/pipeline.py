@@ -179,11 +179,11 @@ def run_seeds(cfg:Config, # the config; its `run.seed` is replaced by each of `s
         for k in seeds: run_pipeline(seed_config(cfg, k), stages, force, seeds=[])
         return top
     with top.lock():
-        reports = {}
-        for k in seeds:
-            if reports and not force and (shared := share_unseeded(seed_config(cfg, k), first, stages)):
+        reports = {seeds[0]: run_pipeline(seed_config(cfg, seeds[0]), stages, force, seeds=[]).report()}
+        first = Run(run_folder(seed_config(cfg, seeds[0])), seed_config(cfg, seeds[0]))
+        for k in seeds[1:]:
+            if not force and (shared := share_unseeded(seed_config(cfg, k), first, stages)):
                 print(f"seed {k}: {', '.join(shared)} shared with seed {seeds[0]} (they read no seed)")
-            first = first if reports else Run(run_folder(seed_config(cfg, k)), seed_config(cfg, k))
             reports[k] = run_pipeline(seed_config(cfg, k), stages, force, seeds=[]).report()
         scores = write_seed_summary(top.dir, reports, cfg.run.name)
     print(f"seeds: {len(seeds)} runs ({seeds}); {len(scores)} numbers summarized, {len(varying(scores, len(scores)))}"
