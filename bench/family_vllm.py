@@ -3,10 +3,12 @@
 For each family of `llm_nb.families` (Llama 3, Qwen2.5, Qwen3, Phi-3.5, Gemma 4, the Qwen3 MoE) it does what the
 family matrix (nbs/93_family_matrix.ipynb) does up to the merge — the tiny model with the family's real tokenizer and
 template, a LoRA adapter trained on the item questions, export's `merge_adapter` — then serves the merged folder with
-vLLM and asks it through its own template: `/tokenize` of the matrix's conversation with the generation prompt must
-be the beginning of training's tokens (`render_chats`), and of the ten held-out questions asked through
+vLLM (with the family's tool-call and reasoning parsers, which `vllm_cmd` picks from the folder's template) and asks it
+through its own template: `/tokenize` of the matrix's conversation with the generation prompt must be the beginning of
+training's tokens (`render_chats`), and so must `/tokenize` of its tool-use conversation (`TOOL_CHAT`, sent with its
+`tools`) for every family whose template writes tools (Phi-3.5's does not: n/a, no miss); and of the ten held-out questions asked through
 `/v1/chat/completions` at least 90 % must end at the model's end of turn (`finish_reason: stop`). It is a bench, not a
-CI column: vLLM takes about a minute to start on 2 cores, six times. Targets per family: the render equal, the
+CI column: vLLM takes about a minute to start on 2 cores, six times. Targets per family: the renders equal, the
 stop share ≥ 0.9 (exit status 1 when one is missed, a family vLLM cannot serve included, with its reason).
 The tiny models have two heads of 32 (the matrix's have four of 16, which vLLM's CPU attention does not take).
 `--smoke` runs Phi-3.5 alone (the smallest vocabulary) and judges nothing (tools/bench_smoke.sh).
@@ -21,14 +23,21 @@ from _data import Targets, add_smoke_arg
 from llm_nb.bench import answer_scores, ask_chat
 from llm_nb.config import ModelCfg, ServeCfg
 from llm_nb.export import merge_adapter
-from llm_nb.families import FAMILIES, tiny_family_model
-from llm_nb.family_matrix import CHAT, SPREAD, STOP_FLOOR, held_out_questions, served_prompt_check, train_lora
+from llm_nb.families import FAMILIES, TOOL_CHAT, TOOLS, tiny_family_model
+from llm_nb.family_matrix import (CHAT, SPREAD, STOP_FLOOR, NotApplicable, held_out_questions, served_prompt_check,
+                                  tools_served_check, train_lora)
 from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python
 
 VLLM_HEADS = dict(num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # vLLM's CPU attention: heads of 32 and up
 
-def vllm_served(folder:Path, log:Path, questions:list[dict]) -> tuple[list[int], list[dict], float]:
-    "(vLLM's tokens of CHAT's last prompt, its answers to `questions`, seconds to start) for the model in `folder`."
+def vllm_tokens(base_url:str, model:str, chat:list, tools:list|None=None) -> list[int]|ValueError:
+    "vLLM's tokens of the prompt for `chat`'s last answer (`/tokenize`, with `tools`), or the `ValueError` it answered with."
+    r = httpx.post(base_url + "/tokenize", json=dict(model=model, messages=chat[:-1], add_generation_prompt=True)
+                   | (dict(tools=tools) if tools else {}), timeout=60)
+    return r.json()["tokens"] if r.status_code == 200 else ValueError(f"vLLM's /tokenize answered {r.status_code}: {r.text[:200]}")
+
+def vllm_served(folder:Path, log:Path, questions:list[dict]) -> tuple[dict, list[dict], float, list[str]]:
+    "({plain, tools: vLLM's tokens of CHAT's and TOOL_CHAT's last prompt}, its answers to `questions`, seconds to start, its command) for the model in `folder`."
     sc, port, python = ServeCfg(), free_port(), vllm_python()
     if python is None: raise RuntimeError("vLLM is not installed: bash tools/install.sh --vllm")
     cmd = vllm_cmd(str(folder), sc, port, cpu=True, python=python)
@@ -37,10 +46,9 @@ def vllm_served(folder:Path, log:Path, questions:list[dict]) -> tuple[list[int],
                 env={"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)}) as s:
         s.start(sc.startup_timeout)
         started = time.monotonic() - t0
-        r = httpx.post(s.base_url + "/tokenize", json=dict(model=sc.served_name, messages=CHAT[:-1], add_generation_prompt=True),
-                       timeout=60)
-        r.raise_for_status()
-        return r.json()["tokens"], ask_chat(s.base_url, questions, max_tokens=24, model=sc.served_name), started
+        served = dict(plain=vllm_tokens(s.base_url, sc.served_name, CHAT),
+                      tools=vllm_tokens(s.base_url, sc.served_name, TOOL_CHAT, TOOLS))
+        return served, ask_chat(s.base_url, questions, max_tokens=24, model=sc.served_name), started, cmd
 
 def family_vllm(name:str, out:Path) -> dict:
     "The family trained, merged and served by vLLM: what it rendered and how its answers ended."
@@ -50,10 +58,15 @@ def family_vllm(name:str, out:Path) -> dict:
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
     losses = train_lora(model, tok, f.lora, out/f"{name}-adapter")
     merged = merge_adapter(str(folder), out/f"{name}-adapter", out/f"{name}-merged", ModelCfg())
-    served, asked, started = vllm_served(merged, out/f"{name}-vllm.log", held_out_questions())
-    try: equal, where = True, served_prompt_check(tok, served)
+    served, asked, started, cmd = vllm_served(merged, out/f"{name}-vllm.log", held_out_questions())
+    try: equal, where = True, served_prompt_check(tok, served["plain"])
     except ValueError as e: equal, where = False, str(e)
-    return dict(equal=equal, tokens=len(served), where=where, loss=(losses[0], losses[-1]), started=started, **answer_scores(asked),
+    try: tools = "✅ " + tools_served_check(tok, served["tools"])
+    except NotApplicable as e: tools = f"➖ {e}"
+    except ValueError as e: tools = f"❌ {e}"
+    parsers = ", ".join(f"{f[2:]} {cmd[cmd.index(f) + 1]}" for f in ("--tool-call-parser", "--reasoning-parser") if f in cmd) or "none"
+    return dict(equal=equal, tokens=len(served["plain"]), where=where, tools=tools, parsers=parsers,
+                loss=(losses[0], losses[-1]), started=started, **answer_scores(asked),
                 example=next((a["answer"] for a in asked if a["finish_reason"] != "stop"), asked[0]["answer"]))
 
 def main():
@@ -65,18 +78,22 @@ def main():
     names = ["phi-3.5"] if a.smoke else a.families.split(",")
     out = a.out or Path(tempfile.mkdtemp(prefix="llm_nb_family_vllm-"))
     targets = Targets("family_vllm", a.smoke)
-    print("| family | vLLM's prompt = training's | stopped | exact match | loss | vLLM start |\n|---|---|--:|--:|---|--:|")
+    print("| family | vLLM's prompt = training's | with tools | parsers | stopped | exact match | loss | vLLM start |\n"
+          "|---|---|---|---|--:|--:|---|--:|")
     for name in names:
         t0 = time.monotonic()
         try: r = family_vllm(name, out)
         except Exception as e:  # a family vLLM cannot serve: its reason, and a miss
             why = (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
-            print(f"| {name} | ❌ {why} | - | - | - | - |")
+            print(f"| {name} | ❌ {why} | - | - | - | - | - | - |")
             targets.check(f"{name}: served by vLLM", False, "==", True)
             continue
-        print(f"| {name} | {'✅ ' + str(r['tokens']) + ' tokens' if r['equal'] else '❌ ' + r['where']} | {r['stopped']:.0%} "
+        print(f"| {name} | {'✅ ' + str(r['tokens']) + ' tokens' if r['equal'] else '❌ ' + r['where']} | {r['tools']} | "
+              f"{r['parsers']} | {r['stopped']:.0%} "
               f"| {r['exact_match']:.0%} | {r['loss'][0]:.2f} → {r['loss'][1]:.2f} | {r['started']:.0f} s |", flush=True)
         targets.check(f"{name}: vLLM's prompt is the beginning of training's tokens", r["equal"], "==", True)
+        if not r["tools"].startswith("➖"):  # a template that writes no tools has no tool prompt to compare
+            targets.check(f"{name}: vLLM's tool-use prompt is the beginning of training's tokens", r["tools"].startswith("✅"), "==", True)
         targets.check(f"{name}: share of answers that stopped", r["stopped"], ">=", STOP_FLOOR)
         if r["stopped"] < STOP_FLOOR: print(f"  {name}: e.g. {r['example']!r} ({time.monotonic() - t0:.0f} s)")
     print(f"models and vLLM's logs in {out}")

@@ -9,9 +9,10 @@ from .config import ConfigError
 from .env import llama_models_dir
 
 # %% auto #0
-__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'shipped_template', 'unbind', 'bind_options',
-           'named_template', 'has_markers', 'trained_labels', 'render_chats', 'Trained', 'show_trained', 'end_of_turn',
-           'shipped_name', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
+__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'shipped_template', 'unbind',
+           'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain', 'render_chats', 'Trained',
+           'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name', 'end_of_turn', 'chat_template',
+           'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -74,18 +75,19 @@ def has_markers(template:str) -> bool:
     "Whether `template` marks the assistant's answers with `{% generation %}`."
     return bool(_MARKER.search(template))
 
-# %% ../nbs/08_chat.ipynb #ch000014
+# %% ../nbs/08_chat.ipynb #723c976d
 def trained_labels(ids:list, # a conversation's token ids
-                   answers:list, # the [start, end) token range of each answer, in order
+                   answers:list, # each answer's [start, end) token range in order, or a list of ranges (an answer in pieces)
                    train_on:str # "assistant", "last_assistant" or "all"
                   ) -> list:
     "The labels of `ids`: the token's id where the loss is taken, -100 where it is not."
     if train_on == "all": return list(ids)
     labels = [-100] * len(ids)
-    for a, b in (answers[-1:] if train_on == "last_assistant" else answers): labels[a:b] = ids[a:b]
+    for answer in (answers[-1:] if train_on == "last_assistant" else answers):
+        for a, b in ([answer] if answer and isinstance(answer[0], int) else answer): labels[a:b] = ids[a:b]
     return labels
 
-# %% ../nbs/08_chat.ipynb #ch000017
+# %% ../nbs/08_chat.ipynb #2cc9051e
 PROBE = [dict(role="system", content="S"), dict(role="user", content="U1"), dict(role="assistant", content="A1"),
          dict(role="user", content="U2"), dict(role="assistant", content="A2")]  # a conversation to compare templates on
 _OPEN, _CLOSE, _NEXT = "\ue000", "\ue001", "\ue002"  # private-use characters: an answer starts, ends; a conversation starts
@@ -98,14 +100,19 @@ def _one_call(template:str) -> str:
         return "{%" + m[1] + " if true %}{{ '" + (_CLOSE if m[2] else _OPEN) + "' }}{% endif " + m[3] + "%}"
     return "{% for messages in llm_nb_chats %}{{ '" + _NEXT + "' }}" + _MARKER.sub(mark, template) + "{% endfor %}"
 
+def _wrap(text:str, start:str, end:str) -> str:
+    "`text` with `start` and `end` around it, inside its outer whitespace (which a template may trim)."
+    core = text.strip()
+    at = len(text) - len(text.lstrip()) if core else len(text)
+    return text[:at] + start + core + end + text[at + len(core):]
+
+def _trained_text(m:dict) -> bool:
+    "Whether message `m` is an answer whose text is trained: an assistant's text, where it is not an empty one beside tool calls."
+    return m["role"] == "assistant" and isinstance(m.get("content"), str) and not (m.get("tool_calls") and not m["content"].strip())
+
 def _mark_answers(chat:list) -> list:
-    "`chat` with each answer's text between `_OPEN` and `_CLOSE`, inside its outer whitespace (which a template may trim)."
-    def mark(c):
-        core = c.strip()
-        at = len(c) - len(c.lstrip()) if core else len(c)
-        return c[:at] + _OPEN + core + _CLOSE + c[at + len(core):]
-    return [m | dict(content=mark(m["content"])) if m["role"] == "assistant" and isinstance(m.get("content"), str) else m
-            for m in chat]
+    "`chat` with each answer's text between `_OPEN` and `_CLOSE`, inside its outer whitespace."
+    return [m | dict(content=_wrap(m["content"], _OPEN, _CLOSE)) if _trained_text(m) else m for m in chat]
 
 def _split_answers(text:str) -> tuple[str, list]:
     "`text` without the answer marks, and the [start, end) characters of each answer; a `ValueError` when they do not pair."
@@ -120,10 +127,18 @@ def _split_answers(text:str) -> tuple[str, list]:
         at += len(answer) + len(rest)
     return "".join(out), spans
 
+# %% ../nbs/08_chat.ipynb #3fa7f601
+def _render(template:str, chat:list, special:dict, tools:list|None=None, prompt:bool=False) -> str:
+    "`chat` rendered by `template` in a Jinja call of its own (with `tools`, and the prompt for an answer where `prompt`)."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    (text,), _ = render_jinja_template(conversations=[chat], chat_template=template, tools=tools,
+                                       add_generation_prompt=prompt, **special)
+    return text
+
 def _checked(chat:list, rendered:tuple[str, list]) -> tuple[str, list]:
     "`rendered` (text, spans) of `chat` by a template without markers; a `ValueError` when its answers are not as written."
     text, spans = rendered
-    want = [m["content"].strip() for m in chat if m["role"] == "assistant" and isinstance(m.get("content"), str)]
+    want = [m["content"].strip() for m in chat if _trained_text(m)]
     got = [text[a:b] for a, b in spans]
     if got != want:
         raise ValueError(f"the chat template does not write the answers as they are ({len(got)} found for {len(want)}; "
@@ -138,8 +153,7 @@ def _render_one(template:str, chat:list, special:dict) -> tuple[str, list]:
         (text,), (spans,) = render_jinja_template(conversations=[chat], chat_template=template,
                                                   return_assistant_tokens_mask=True, **special)
         return text, [tuple(s) for s in spans]
-    (text,), _ = render_jinja_template(conversations=[_mark_answers(chat)], chat_template=template, **special)
-    return _checked(chat, _split_answers(text))
+    return _checked(chat, _split_answers(_render(template, _mark_answers(chat), special)))
 
 def _render_batch(template:str, chats:list, special:dict) -> list[tuple[str, list]]:
     "(text, answer character spans) of each conversation, from one Jinja call."
@@ -161,32 +175,33 @@ def _renders_alike(template:str, special:tuple) -> bool:
     try: return bool(probes) and _render_batch(template, probes, dict(special)) == want
     except Exception: return False
 
-# %% ../nbs/08_chat.ipynb #chsrv001
+# %% ../nbs/08_chat.ipynb #05e83505
 @functools.lru_cache(maxsize=16)
 def _prompts_as_rendered(template:str, special:tuple) -> bool:
     "Whether `template`'s prompt for the probe's last answer begins its render of the whole probe (True where it refuses it)."
-    from transformers.utils.chat_template_utils import render_jinja_template
-    try:
-        (full,), _ = render_jinja_template(conversations=[PROBE], chat_template=template, **dict(special))
-        (prompt,), _ = render_jinja_template(conversations=[PROBE[:-1]], chat_template=template, add_generation_prompt=True,
-                                             **dict(special))
+    try: full, prompt = _render(template, PROBE, dict(special)), _render(template, PROBE[:-1], dict(special), prompt=True)
     except Exception: return True  # the conversation's own render says why
     return full.startswith(prompt)
 
+def _served(prompt:str, # the template's prompt for the last answer
+            text:str, # the conversation's render
+            spans:list, # [start, end) characters of the parts trained, in order
+            last:int # how many of them, at the end, are the last answer's
+           ) -> tuple[str, list]:
+    "(text, spans) with the last answer's parts after `prompt` instead, where the prompt and the render part before it."
+    at = spans[-last][0]
+    kept = len(os.path.commonprefix([prompt, text[:at]]))
+    if any(b > kept for _, b in spans[:-last]): return text, spans  # the prompt rewrites an earlier answer: as rendered
+    shift = len(prompt) - at
+    return prompt + text[at:], spans[:-last] + [(a + shift, b + shift) for a, b in spans[-last:]]
+
 def _as_served(template:str, special:dict, chat:list, rendered:tuple[str, list]) -> tuple[str, list]:
     "(text, answer spans) of `chat` with its last answer after the template's prompt for it, where the two renders part."
-    from transformers.utils.chat_template_utils import render_jinja_template
     text, spans = rendered
     if not spans or chat[-1]["role"] != "assistant": return rendered
-    (prompt,), _ = render_jinja_template(conversations=[chat[:-1]], chat_template=template, add_generation_prompt=True,
-                                         **special)
-    at = spans[-1][0]
-    kept = len(os.path.commonprefix([prompt, text[:at]]))
-    if any(b > kept for _, b in spans[:-1]): return rendered  # the prompt rewrites an earlier answer: trained as rendered
-    shift = len(prompt) - at
-    return prompt + text[at:], spans[:-1] + [(spans[-1][0] + shift, spans[-1][1] + shift)]
+    return _served(_render(template, chat[:-1], special, prompt=True), text, spans, 1)
 
-# %% ../nbs/08_chat.ipynb #ch000040
+# %% ../nbs/08_chat.ipynb #a26b5215
 def _token_range(enc, # a `tokenizers.Encoding`
                  start:int, end:int # characters of its text
                 ) -> tuple[int, int]:
@@ -214,6 +229,10 @@ def _closers(tok) -> tuple[str, ...]:
     names = set(tok.all_special_tokens) | {t.content for t in tok.added_tokens_decoder.values() if t.special}
     return tuple(sorted(names, key=len, reverse=True))
 
+def _atoms(tok) -> tuple[str, ...]:
+    "The added tokens of `tok` as text (special or not): what a text is never cut inside."
+    return tuple(t.content for t in tok.added_tokens_decoder.values())
+
 _SPACES = re.compile(" *")
 
 def _closed(text:str, spans:list, closers:tuple) -> list:
@@ -225,12 +244,15 @@ def _closed(text:str, spans:list, closers:tuple) -> list:
         out.append((a, at + len(hit)) if hit else (a, b))
     return out
 
-def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its offsets)
-                 template:str, # a chat template, with generation markers or without
-                 chats:list, # conversations, each `[{role, content}]`
-                 train_on:str="assistant" # which tokens are trained: see `trained_labels`
-                ) -> dict:
-    "{'input_ids', 'labels'} of each conversation rendered by `template`; labels are -100 where no loss is taken."
+# %% ../nbs/08_chat.ipynb #59a5c558
+def is_plain(chat:list, # OpenAI messages
+             tools:list|None=None # the tools it may call
+            ) -> bool:
+    "Whether `chat` is turns of text alone (no tools, tool calls, tool results or reasoning): the one-call batch path's."
+    return not tools and all(m["role"] != "tool" and "tool_calls" not in m and "reasoning_content" not in m for m in chat)
+
+def _render_plain(tok, template:str, chats:list, train_on:str) -> dict:
+    "`render_chats` of conversations of text alone: one Jinja call for the batch where the template allows it."
     from jinja2 import TemplateError
     special, marked = tuple(sorted(tok.special_tokens_map.items())), has_markers(template)
     texts = [m["content"] for c in chats for m in c if isinstance(m.get("content"), str)]
@@ -255,6 +277,24 @@ def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its of
         answers = [[_token_range(e, *s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
     return {"input_ids": ids, "labels": [trained_labels(x, a, train_on) for x, a in zip(ids, answers)]}
 
+def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its offsets)
+                 template:str, # a chat template, with generation markers or without
+                 chats:list, # conversations, each OpenAI messages: `[{role, content}]`, tool calls, tool results, reasoning
+                 train_on:str="assistant", # which tokens are trained: see `trained_labels`
+                 tools:list|None=None, # the tools each conversation may call (OpenAI function specs), a list or None each
+                 train_on_reasoning:bool=True # whether an answer's reasoning is trained, where the template writes it
+                ) -> dict:
+    "{'input_ids', 'labels'} of each conversation rendered by `template`; labels are -100 where no loss is taken."
+    tools = [None] * len(chats) if tools is None else list(tools)
+    if len(tools) != len(chats): raise ValueError(f"tools: {len(tools)} lists for {len(chats)} conversations")
+    rich = [k for k, (c, t) in enumerate(zip(chats, tools)) if not is_plain(c, t)]  # see "Reasoning and tool calls"
+    if not rich: return _render_plain(tok, template, chats, train_on)
+    plain = sorted(set(range(len(chats))) - set(rich))
+    out = {k: (x, y) for k, x, y in zip(plain, *_render_plain(tok, template, [chats[k] for k in plain], train_on).values())
+           } if plain else {}
+    for k in rich: out[k] = _rich_tokens(tok, template, chats[k], tools[k], train_on, train_on_reasoning)
+    return {"input_ids": [out[k][0] for k in range(len(chats))], "labels": [out[k][1] for k in range(len(chats))]}
+
 # %% ../nbs/08_chat.ipynb #ch000019
 class Trained(str):
     "A sample's text with the trained parts in ⟦ ⟧; shown in a notebook with them on green."
@@ -275,6 +315,224 @@ def show_trained(tok, # the tokenizer that made `ids`
             start = i
     return Trained("".join(runs))
 
+# %% ../nbs/08_chat.ipynb #cf2b98e6
+_EXTRA = ("tool_calls", "reasoning_content")  # what an assistant turn may carry beside its text
+
+def _arguments(args, # a tool call's arguments: an object, or its JSON text (as OpenAI's API sends them)
+               as_text:bool # give the JSON text
+              ):
+    "A tool call's arguments as an object (or as JSON text); a `ValueError` when they are not a JSON object."
+    obj = json.loads(args) if isinstance(args, str) else args
+    if not isinstance(obj, dict): raise ValueError(f"a tool call's arguments are not a JSON object: {args!r}")
+    return json.dumps(obj, ensure_ascii=False) if as_text else obj
+
+def template_messages(chat:list, # OpenAI messages
+                      as_text:bool=False # each call's arguments as JSON text (else an object)
+                     ) -> list:
+    "`chat` as templates read it (as vLLM and llama-server give it them): no empty `tool_calls` or `reasoning_content`, an answer's text a string, a call's arguments an object."
+    out = []
+    for m in chat:
+        m = {k: v for k, v in m.items() if k not in _EXTRA or v}
+        if m["role"] == "assistant" and m.get("content") is None: m["content"] = ""
+        if "tool_calls" in m: m["tool_calls"] = [
+            c | dict(function=c["function"] | dict(arguments=_arguments(c["function"].get("arguments", {}), as_text)))
+            for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+_GEMMA_CALL, _GEMMA_QUOTE = re.compile(r"<\|tool_call>call:([^{]+)\{(.*?)\}<tool_call\|>", re.S), '<|"|>'
+
+def _gemma_json(body:str) -> str:
+    "Gemma 4's `{key:<|\"|>text<|\"|>,n:1}` as JSON: its strings quoted as JSON's, its bare keys quoted."
+    parts = ("{" + body + "}").split(_GEMMA_QUOTE)
+    return "".join(json.dumps(p, ensure_ascii=False) if k % 2 else re.sub(r"([{,])([^\s{}\[\],:\"]+):", r'\1"\2":', p)
+                   for k, p in enumerate(parts))
+
+def parse_tool_calls(text:str # what a model wrote
+                    ) -> list[tuple[str, dict]]:
+    "The tool calls in `text` as (name, arguments): JSON objects with a name and arguments (or parameters) object, as Llama 3.1 and Qwen write them, or Gemma 4's `call:name{...}`."
+    calls = [(m[1], json.loads(_gemma_json(m[2]))) for m in _GEMMA_CALL.finditer(text)]
+    decode, at = json.JSONDecoder().raw_decode, text.find("{")
+    while at >= 0:
+        try: obj, end = decode(text, at)
+        except ValueError: obj, end = None, at + 1
+        args = obj.get("arguments", obj.get("parameters")) if isinstance(obj, dict) else None
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(args, dict): calls.append((obj["name"], args))
+        else: end = at + 1  # not a call: look inside it
+        at = text.find("{", end)
+    return calls
+
+# %% ../nbs/08_chat.ipynb #953d8ef4
+_R_OPEN, _R_CLOSE, _C_OPEN, _C_CLOSE = "\ue003", "\ue004", "\ue005", "\ue006"  # a reasoning, a tool call: starts, ends
+_TAG = 0xe100  # after a start mark, chr(_TAG + i) names message i
+_KINDS = {_OPEN: "answer", _R_OPEN: "reasoning", _C_OPEN: "call"}
+_MARKED = re.compile("([\ue000\ue003\ue005])([\ue100-\uf8ff])(.*?)([\ue001\ue004\ue006])", re.S)
+_ANY_MARK = re.compile("[\ue000-\ue006]")  # a message's text may hold other private-use characters
+
+def _mark_parts(chat:list) -> list:
+    "`chat` with each trained answer's text and each reasoning between marks that name its message."
+    out = []
+    for i, m in enumerate(chat):
+        tag = chr(_TAG + i)
+        if _trained_text(m): m = m | dict(content=_wrap(m["content"], _OPEN + tag, _CLOSE))
+        if m.get("reasoning_content"): m = m | dict(reasoning_content=_wrap(m["reasoning_content"], _R_OPEN + tag, _R_CLOSE))
+        out.append(m)
+    return out
+
+def _split_parts(text:str) -> tuple[str, list]:
+    "`text` without marks, and (kind, message, start, end) of each marked part; a `ValueError` when marks do not pair."
+    parts, found, n, pos = [], [], 0, 0
+    for m in _MARKED.finditer(text):
+        if ord(m[4]) != ord(m[1]) + 1: break  # ends what another part started: caught below
+        n += m.start() - pos
+        parts += [text[pos:m.start()], m[3]]
+        found.append((_KINDS[m[1]], ord(m[2]) - _TAG, n, n + len(m[3])))
+        n, pos = n + len(m[3]), m.end()
+    plain = "".join(parts) + text[pos:]
+    if _ANY_MARK.search(plain):
+        raise ValueError("the chat template moves or drops part of an answer: its start and end marks do not pair")
+    return plain, found
+
+def _cut(text:str, at:int, atoms:tuple) -> int:
+    "How far back from `at` the added token of `atoms` that `at` cuts in `text` starts (0: none)."
+    return next((j for t in atoms for j in range(1, min(len(t), at + 1)) if text.startswith(t, at - j)), 0)
+
+def _call_text(template:str, marked:list, i:int, special:dict, tools:list|None, atoms:tuple) -> tuple[str, str]:
+    "(what opens a reasoning written only beside calls, or ''; what `template` writes for the tool calls of message `i`): its render of the conversation up to that turn with the calls, less (common beginning and end, never inside an added token of `atoms`) the one without, outside the marked parts."
+    upto = marked[:i + 1]
+    a = _render(template, upto, special, tools)
+    b = _render(template, upto[:-1] + [{k: v for k, v in upto[-1].items() if k != "tool_calls"}], special, tools)
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    head -= max(_cut(a, head, atoms), _cut(b, head, atoms))  # `<` of `<|im_end|>` is no part of a call
+    tail -= max(_cut(x[::-1], tail, tuple(t[::-1] for t in atoms)) for x in (a, b))
+    written = a[head:len(a) - tail]  # may hold a reasoning or answer the template writes only beside calls (Gemma 4)
+    pieces = _ANY_MARK.split(_MARKED.sub(_OPEN, written))  # the stretches outside them
+    call = next((p for p in pieces if parse_tool_calls(p)), pieces[-1])
+    first = _MARKED.search(written)
+    return pieces[0] if first and first[1] == _R_OPEN and pieces.index(call) > 0 else "", call
+
+def _mark_calls(text:str, # a render of marked messages
+                calls:list, # (message, what opens its reasoning, what the template writes for its tool calls)
+                name:str # the template, as errors name it
+               ) -> str:
+    "`text` with each message's tool calls between marks: found after the parts of the messages before it and its reasoning."
+    for i, _, written in calls:
+        start = max((m.end() for m in _MARKED.finditer(text) if ord(m[2]) - _TAG < i or
+                     (ord(m[2]) - _TAG == i and m[1] == _R_OPEN)), default=0)
+        at = text.find(written, start) if written else -1
+        if at < 0: raise ValueError(f"{name} writes no tool calls (those of message {i}): it cannot train them")
+        text = text[:at] + _C_OPEN + chr(_TAG + i) + written + _C_CLOSE + text[at + len(written):]
+    return text
+
+# %% ../nbs/08_chat.ipynb #4fa99679
+def shipped_name(template:str|None # a chat template
+                ) -> str|None:
+    "The name in `TEMPLATES` of the template whose shipped text `template` is, or None."
+    return next((n for n in TEMPLATES if template and unbind(template)[1] == shipped_template(n)), None)
+
+PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "A probe.", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string", "description": "a word"}}, "required": ["q"]}}}
+
+def _template_name(template:str) -> str:
+    "How errors name `template`: the family's, where it is one of `TEMPLATES` as shipped."
+    name = shipped_name(template)
+    return f"the {name} chat template" if name else "the chat template"
+
+@functools.lru_cache(maxsize=16)
+def _writes_tools(template:str, special:tuple) -> bool:
+    "Whether `template` writes the tools it is given (a probe's render with one and without differ)."
+    ask = [dict(role="user", content="U")]
+    return _render(template, ask, dict(special), [PROBE_TOOL]) != _render(template, ask, dict(special))
+
+@functools.lru_cache(maxsize=16)
+def _reasoning_frame(template:str, special:tuple) -> tuple[str, str]:
+    "What `template` writes before an answer's reasoning and between it and the answer (`<think>\\n`, `\\n</think>\\n\\n`), read where its prompt begins its render of a probe: ('', '') where not."
+    probe = [dict(role="user", content="U"), dict(role="assistant", content="A", reasoning_content="R")]
+    try: (text, parts), prompt = _split_parts(_render(template, _mark_parts(probe), dict(special))), \
+                                 _render(template, probe[:1], dict(special), prompt=True)
+    except Exception: return "", ""
+    at = {kind: (a, b) for kind, _, a, b in parts}
+    if {"answer", "reasoning"} - set(at) or not text.startswith(prompt) or at["reasoning"][0] < len(prompt): return "", ""
+    return text[len(prompt):at["reasoning"][0]], text[at["reasoning"][1]:at["answer"][0]]
+
+def _check_parts(name:str, chat:list, text:str, parts:list, train_on_reasoning:bool):
+    "A `ValueError` where the template drops or rewrites an answer, rewrites a reasoning, drops the last answer's (when trained) or a tool's result."
+    _checked(chat, (text, [(a, b) for kind, _, a, b in parts if kind == "answer"]))
+    reasons = {i: text[a:b] for kind, i, a, b in parts if kind == "reasoning"}
+    if any(r != chat[i]["reasoning_content"].strip() for i, r in reasons.items()):
+        raise ValueError(f"{name} rewrites an answer's reasoning")
+    last = len(chat) - 1
+    if train_on_reasoning and chat[last].get("reasoning_content") and last not in reasons:
+        raise ValueError(f"{name} does not write the last answer's reasoning (reasoning_content): it cannot train it; "
+                         "drop it, or set train_on_reasoning=False")
+    lost = [m["content"] for m in chat if m["role"] == "tool" and isinstance(m["content"], str)
+            and m["content"] not in text and json.dumps(m["content"], ensure_ascii=False)[1:-1] not in text]
+    if lost: raise ValueError(f"{name} does not write the tools' results ({lost[0]!r} is not in its render)")
+
+# %% ../nbs/08_chat.ipynb #d0c861e9
+def _render_parts(template:str, chat:list, tools:list|None, special:dict, atoms:tuple) -> tuple[list, str, list, dict]:
+    "(messages as rendered, text, parts, openers) of `chat` with tool calls or reasoning: each answer, reasoning and turn's tool calls as (kind, message, start, end), the calls' arguments given as the template needs them; what opens each reasoning written only beside calls."
+    name = _template_name(template)
+    if tools and not _writes_tools(template, tuple(sorted(special.items()))):
+        raise ValueError(f"{name} does not write the tools it is given: it cannot train tool calls")
+    if _ANY_MARK.search(json.dumps([chat, tools], ensure_ascii=False)):
+        raise ValueError("a message holds a private-use character (U+E000-U+E006), which marks what is trained")
+    first = None
+    for as_text in (False, True):  # arguments as an object (Llama 3.1's and Qwen's `| tojson`, Gemma 4's mapping), else JSON text
+        norm = template_messages(chat, as_text)
+        marked = _mark_parts(norm)
+        calls = [(i, *_call_text(template, marked, i, special, tools, atoms)) for i, m in enumerate(norm) if m.get("tool_calls")]
+        text = _mark_calls(_render(template, marked, special, tools), calls, name)
+        wrong = [(w, norm[i]["tool_calls"]) for i, _, w in calls if parse_tool_calls(w) != [
+                 (c["function"]["name"], _arguments(c["function"]["arguments"], False)) for c in norm[i]["tool_calls"]]]
+        if not wrong: return (norm, *_split_parts(text), {i: o for i, o, _ in calls if o})
+        first = first or wrong[0]
+    raise ValueError(f"{name} writes the tool calls {first[1]!r} as {first[0]!r}, which does not parse back to them")
+
+def _turn_ranges(text:str, parts:list, closers:tuple, frame:tuple, openers:dict, train_on_reasoning:bool) -> list[list]:
+    "Each assistant turn's trained [start, end) characters: its parts, each closed (a reasoning with its frame, or its turn's opener, or left out), those that touch joined."
+    turns = {}
+    for kind, i, a, b in parts:
+        if kind == "reasoning":
+            if not train_on_reasoning: continue
+            opener, between = openers.get(i, frame[0]), frame[1]
+            a, b = a - len(opener) * text.endswith(opener, 0, a), b + len(between) * text.startswith(between, b)
+        else: (a, b), = _closed(text, [(a, b)], closers)
+        turns.setdefault(i, []).append((a, b))
+    out = []
+    for i in sorted(turns):
+        joined = []
+        for a, b in sorted(turns[i]):
+            if joined and a <= joined[-1][1]: joined[-1] = (joined[-1][0], max(b, joined[-1][1]))
+            else: joined.append((a, b))
+        out.append(joined)
+    return out
+
+def _served_parts(name:str, template:str, special:dict, chat:list, tools:list|None, text:str, parts:list) -> tuple[str, list]:
+    "(text, parts) with the last answer's parts after the template's prompt for it where the two part, as `_as_served`; a `ValueError` where that would lose its reasoning."
+    last = len(chat) - 1
+    if not parts or chat[last]["role"] != "assistant": return text, parts
+    prompt = _render(template, chat[:-1], special, tools, prompt=True)
+    if text.startswith(prompt): return text, parts
+    if any(k == "reasoning" and i == last for k, i, _, _ in parts):
+        raise ValueError(f"{name} prompts for the last answer with {prompt[-30:]!r}, not as it writes the answer's "
+                         "reasoning: a model trained on it would be served a prompt it never saw (bind enable_thinking: true)")
+    order = sorted(parts, key=lambda p: (p[1] == last, p[2]))  # the last answer's parts at the end
+    text, spans = _served(prompt, text, [(a, b) for _, _, a, b in order], sum(i == last for _, i, _, _ in parts))
+    return text, [(k, i, a, b) for (k, i, _, _), (a, b) in zip(order, spans)]
+
+def _rich_tokens(tok, template:str, chat:list, tools:list|None, train_on:str, train_on_reasoning:bool) -> tuple[list, list]:
+    "(ids, labels) of a conversation with tool calls, tool results or reasoning: `render_chats` of one."
+    special = dict(sorted(tok.special_tokens_map.items()))
+    name, (norm, text, parts, openers) = _template_name(template), _render_parts(template, chat, tools, special, _atoms(tok))
+    _check_parts(name, norm, text, parts, train_on_reasoning)
+    text, parts = _served_parts(name, template, special, norm, tools, text, parts)
+    frame = _reasoning_frame(template, tuple(special.items()))
+    turns = _turn_ranges(text, parts, _closers(tok), frame, openers, train_on_reasoning)
+    enc = tok.backend_tokenizer.encode(text, add_special_tokens=False)
+    return enc.ids, trained_labels(enc.ids, [[_token_range(enc, a, b) for a, b in t] for t in turns], train_on)
+
 # %% ../nbs/08_chat.ipynb #ch000025
 def end_of_turn(tok, # the tokenizer
                 template:str # a chat template
@@ -290,11 +548,6 @@ def end_of_turn(tok, # the tokenizer
     return ids[last]
 
 # %% ../nbs/08_chat.ipynb #ch000027
-def shipped_name(template:str|None # a chat template
-                ) -> str|None:
-    "The name in `TEMPLATES` of the template whose shipped text `template` is, or None."
-    return next((n for n in TEMPLATES if template and unbind(template)[1] == shipped_template(n)), None)
-
 def chat_template(tok, # the model's tokenizer
                   name:str="auto", # `tokenize.chat_template`: "auto" (the model's own) or one of `TEMPLATES`
                   options:dict|None=None # `tokenize.chat_template_options`: set over the family's
@@ -327,11 +580,13 @@ def chat_stops(tok # a tokenizer, with the chat template it was trained with or 
 def fit_turns(tok, # the tokenizer
               template:str, # the chat template
               chats:list, # conversations `[{role, content}]`
-              max_length:int # the most tokens a sample may have
+              max_length:int, # the most tokens a sample may have
+              tools:list|None=None # the tools each conversation may call (`render_chats`'s)
              ) -> list:
     "For each of `chats`, its longest beginning that ends with an assistant turn and renders to at most `max_length` tokens, or None."
     cuts = [(k, chat[:i + 1]) for k, chat in enumerate(chats) for i, m in enumerate(chat) if m["role"] == "assistant"]
-    ids = render_chats(tok, template, [c for _, c in cuts])["input_ids"] if cuts else []
+    tools = [tools[k] for k, _ in cuts] if tools else None
+    ids = render_chats(tok, template, [c for _, c in cuts], tools=tools)["input_ids"] if cuts else []
     best = [None] * len(chats)
     for (k, cut), x in zip(cuts, ids):  # beginnings in order of length: the last that fits wins
         if len(x) <= max_length: best[k] = cut

@@ -213,7 +213,7 @@ def families_cli(out:str, only:str|None) -> int:
     from llm_nb.family_matrix import family_matrix, matrix_markdown
     rows = family_matrix(Path(out), only.split(",") if only else None)
     print(matrix_markdown(rows))
-    return int(any(not c.startswith("✅") for r in rows for c in r.cells.values()))
+    return int(any(r.failed for r in rows))  # a stage that does not apply to a family (➖) is no failure
 
 def doctor_cli(config:str|None) -> int:
     "`llm_nb doctor [CONFIG | MODEL_FOLDER]`: print every check's verdict; exit status 1 when one fails."

@@ -311,6 +311,9 @@ class TokenizeCfg(Section):
     # {enable_thinking: false}: training, lm-eval and every server render with them
     chat_template_options: dict[str, bool|int|float|str|None] = {}
     train_on: Literal["assistant", "last_assistant", "all"] = "assistant"  # the tokens of a conversation trained on
+    # an answer's reasoning (reasoning_content, <think>…</think>), where the template writes it: trained, or masked
+    # (the answer after it and its tool calls are trained either way; a template may drop past turns' reasoning)
+    train_on_reasoning: bool = True
     too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
@@ -457,6 +460,7 @@ class SlurmCfg(Section):
     mem: str = ""  # per node, e.g. 200G; "" = Slurm's default
     extra_sbatch: list[str] = []  # more `#SBATCH` lines, e.g. ["--exclusive"]
     setup: list[str] = []  # shell lines run before the launch (module load, conda activate, ...)
+    signal_s: int = Field(120, ge=0)  # USR1 this many seconds before the time limit: checkpoint, requeue; 0 = off
 
 class LaunchCfg(Section):
     "How training processes are started: launcher, nodes, processes per node, Slurm."

@@ -16,13 +16,13 @@ from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
 from .model import base_model_path, load_tokenizer
 from .chat import end_of_turn
-from .serve import vllm_python
+from .serve import LLAMA_REASONING_FORMAT, parser_flags, served_parsers, vllm_package, vllm_parser_names
 from .families import FAMILIES, converter_archs, family_of, missing_targets, template_source
 
 # %% auto #0
 __all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
            'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory',
-           'check_ports', 'check_server', 'check_config', 'check_model', 'doctor']
+           'check_ports', 'check_server', 'check_config', 'check_parsers', 'check_model', 'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -311,15 +311,22 @@ def check_config(path:Path|None # the YAML file (None: the demo config)
 # %% ../nbs/91_doctor.ipynb #dm000002
 def _vllm_archs() -> set[str]|None:
     "The classes vLLM's model registry names (read from its source, in vLLM's own venv or this one), None without vLLM."
-    import importlib.util
-    py = vllm_python()
-    if py: found = sorted((Path(py).parent.parent/"lib").glob("python3*/site-packages/vllm/model_executor/models/registry.py"))
-    else: found = [Path(s.origin).parent/"model_executor"/"models"/"registry.py"] if (s := importlib.util.find_spec("vllm")) else []
-    return set(re.findall(r'"(\w+For\w+)"', found[0].read_text())) if found and found[0].exists() else None
+    f = (pkg/"model_executor"/"models"/"registry.py") if (pkg := vllm_package()) else None
+    return set(re.findall(r'"(\w+For\w+)"', f.read_text())) if f and f.exists() else None
+
+def check_parsers(template:str|None # the model's chat template
+                 ) -> Verdict:
+    "The parsers servers will read its tool calls and reasoning with: vLLM's, its family's (each checked in vLLM's registries); llama-server's."
+    parsers = served_parsers(template)
+    unknown = [v for k, v in parsers.items() if (names := vllm_parser_names(k)) is not None and v not in names]
+    vllm = " ".join(parser_flags(parsers)) if parsers else "none (no family's template that writes tool calls or reasoning)"
+    return Verdict("parsers", "fail" if unknown else "ok",
+                   f"vLLM: {vllm}; llama-server: the template's own (--jinja), --reasoning-format {LLAMA_REASONING_FORMAT}" +
+                   (f"; vLLM's registries lack {', '.join(unknown)}" if unknown else ""), "install the vLLM llm_nb pins")
 
 def check_model(folder:Path # a model folder: config.json and a tokenizer
                ) -> list[Verdict]:
-    "What the stages will meet in a model folder: family and preset, template and its source, end of turn, GGUF, vLLM."
+    "What the stages will meet in a model folder: family and preset, template and its source, end of turn, parsers, GGUF, vLLM."
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     import torch
     conf = json.loads((Path(folder)/"config.json").read_text())
@@ -345,6 +352,7 @@ def check_model(folder:Path # a model folder: config.json and a tokenizer
                                f"{tok.convert_ids_to_tokens(eot)} = {eot}" + ("" if eot in stops else f", not in generation_config's eos_token_id {stops}"),
                                "the export stage adds it to the merged model's generation config (chat_stops)"))
         except ConfigError as e: out.append(Verdict("end of turn", "fail", str(e), "pick the template of the model's family"))
+    out.append(check_parsers(tok.chat_template))
     out.append(Verdict("gguf", "ok" if arch in converter_archs() else "fail",
                        f"llama.cpp's converter {'takes' if arch in converter_archs() else 'has no'} {arch}",
                        "serve it with vLLM (serve.model: merged) instead of a GGUF"))

@@ -8,13 +8,14 @@ import hashlib, json, os, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from .env import LLAMA_CPP_VERSION, cache_dir, llama_models_dir
-from .chat import FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, render_chats, shipped_template, unbind
+from .chat import (FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, parse_tool_calls, render_chats,
+                         shipped_template, template_messages, unbind)
 
 # %% auto #0
-__all__ = ['ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'Family', 'vocab_file',
-           'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer', 'vocab_cases', 'vocab_agreement',
-           'tiny_family_model', 'mask_check', 'served_prefix', 'missing_targets', 'family_of', 'template_source',
-           'converter_archs']
+__all__ = ['ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'WEATHER', 'TOOLS', 'TOOL_CHAT', 'Family',
+           'vocab_file', 'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer', 'vocab_cases',
+           'vocab_agreement', 'tiny_family_model', 'mask_check', 'served_prefix', 'tool_mask_check', 'missing_targets',
+           'family_of', 'template_source', 'converter_archs']
 
 # %% ../nbs/09_families.ipynb #fa000007
 @dataclass(frozen=True)
@@ -31,24 +32,28 @@ class Family:
     pad: str|None = None  # and its padding token
     config: dict = field(default_factory=dict)  # the class's settings beside the tiny sizes
     add_bos: bool = False  # the release's tokenizer puts BOS before a text it encodes
+    tool_parser: str|None = None  # vLLM's `--tool-call-parser` for the calls its template writes (None: it writes none)
+    reasoning_parser: str|None = None  # vLLM's `--reasoning-parser` for the reasoning its template writes
 
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 QWEN = dict(vocab="qwen2", eot="<|im_end|>", eos="<|im_end|>", stops=("<|im_end|>", "<|endoftext|>"), pad="<|endoftext|>")
 FAMILIES = {
     "llama-3": Family("LlamaForCausalLM", "llama-bpe", "llama-3", "<|eot_id|>", "<|eot_id|>",
-                      ("<|end_of_text|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True,
+                      ("<|end_of_text|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True, tool_parser="llama3_json",
                       config=dict(rope_theta=500000.0, tie_word_embeddings=False)),
-    "qwen2.5": Family("Qwen2ForCausalLM", template="qwen2.5", lora=ALL_LINEAR, **QWEN,
+    "qwen2.5": Family("Qwen2ForCausalLM", template="qwen2.5", lora=ALL_LINEAR, **QWEN, tool_parser="hermes",
                       config=dict(tie_word_embeddings=False)),
-    "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, config=dict(tie_word_embeddings=True)),
+    "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, tool_parser="hermes", reasoning_parser="qwen3",
+                    config=dict(tie_word_embeddings=True)),
     "phi-3.5": Family("Phi3ForCausalLM", "phi-3", "phi-3.5", "<|end|>", "<|endoftext|>",
                       ("<|end|>", "<|assistant|>", "<|endoftext|>"), ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
                       bos="<s>", pad="<|endoftext|>", config=dict(tie_word_embeddings=False)),
     "gemma-4": Family("Gemma4ForCausalLM", "gemma-4", "gemma-4", "<turn|>", "<eos>", ("<eos>", "<turn|>"), ALL_LINEAR,
-                      bos="<bos>", pad="<pad>", add_bos=True,
+                      bos="<bos>", pad="<pad>", add_bos=True, tool_parser="gemma4", reasoning_parser="gemma4",
                       config=dict(tie_word_embeddings=True, hidden_size_per_layer_input=0,
                                   layer_types=["sliding_attention", "full_attention"])),
-    "qwen3-moe": Family("Qwen3MoeForCausalLM", template="qwen3", lora=ALL_LINEAR[:4], **QWEN,
+    "qwen3-moe": Family("Qwen3MoeForCausalLM", template="qwen3", lora=ALL_LINEAR[:4], **QWEN, tool_parser="hermes",
+                        reasoning_parser="qwen3",
                         config=dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                                     norm_topk_prob=True)),  # as Qwen3's MoE releases
 }
@@ -116,7 +121,8 @@ def family_tokenizer(name:str # a key of `FAMILIES`
     from transformers import AutoTokenizer
     f = FAMILIES[name]
     template = named_template(f.template)
-    key = hashlib.sha256(f"{CONVERSION} {f!r} {template}".encode()).hexdigest()[:8]  # anything changed: converted anew
+    made_of = (f.vocab, f.eos, f.bos, f.pad, f.add_bos, template)  # what the conversion reads (not the class, parsers, ...)
+    key = hashlib.sha256(f"{CONVERSION} {made_of!r}".encode()).hexdigest()[:8]  # any of it changed: converted anew
     folder = cache_dir()/"families"/f"{name}-{LLAMA_CPP_VERSION}-{key}"
     if not (folder/"tokenizer_config.json").exists():
         tok = _convert_vocab(vocab_file(name), f)
@@ -195,14 +201,56 @@ def mask_check(tok, # the family's tokenizer, with its chat template
 
 # %% ../nbs/09_families.ipynb #fa000024
 def served_prefix(tok, # the family's tokenizer, with its chat template
-                  chat:list # a conversation that ends with an answer
+                  chat:list, # a conversation that ends with an answer
+                  tools:list|None=None # the tools it may call
                  ) -> tuple[bool, str]:
     "(whether the served prompt for `chat[:-1]` begins training's tokens of `chat`, token for token; what differs)."
-    prompt = tok.apply_chat_template(chat[:-1], tokenize=False, add_generation_prompt=True)
-    a, b = render_chats(tok, tok.chat_template, [chat])["input_ids"][0], tok.encode(prompt, add_special_tokens=False)
+    prompt = tok.apply_chat_template(template_messages(chat[:-1]), tools=tools, tokenize=False, add_generation_prompt=True)
+    a = render_chats(tok, tok.chat_template, [chat], tools=[tools])["input_ids"][0]
+    b = tok.encode(prompt, add_special_tokens=False)
     if a[:len(b)] == b: return True, ""
     at = next(i for i, (x, y) in enumerate(zip(a, b + [None])) if x != y)
     return False, f"served {tok.decode(b[at:at + 8])!r} where training has {tok.decode(a[at:at + 8])!r}"
+
+# %% ../nbs/09_families.ipynb #06eb6fa9
+def tool_mask_check(tok, # the family's tokenizer, with its chat template
+                    eot:str, # the family's end-of-turn token
+                    chat:list, # OpenAI messages: system, user, tool calls, tool results, answers (reasoning too)
+                    tools:list|None=None, # the tools it may call
+                    train_on_reasoning:bool=True # as `render_chats` takes it
+                   ) -> dict:
+    "What the loss mask trains on `chat`, read back from its tokens: the context's tokens trained, the calls in the trained text, which end-of-turn tokens are trained."
+    r = render_chats(tok, tok.chat_template, [chat], tools=[tools], train_on_reasoning=train_on_reasoning)
+    ids, labels = r["input_ids"][0], r["labels"][0]
+    text, on = tok.decode(ids), [l != -100 for l in labels]
+    enc = tok.backend_tokenizer.encode(text, add_special_tokens=False)
+    assert enc.ids == ids, "the decoded text does not tokenize back to the same ids"
+    def trained_tokens(s): # how many tokens of the first place `s` is written are trained (None: not written)
+        at = text.find(s)
+        return None if at < 0 else sum(on[enc.char_to_token(at):enc.char_to_token(at + len(s) - 1) + 1])
+    runs, start = [], None
+    for i, t in enumerate(on + [False]):
+        if t and start is None: start = i
+        elif not t and start is not None: runs.append((start, i)); start = None
+    trained = [tok.decode(ids[a:b]) for a, b in runs]
+    eots = [i for i, x in enumerate(ids) if x == tok.convert_tokens_to_ids(eot)]
+    return dict(context={m["content"]: trained_tokens(m["content"]) for m in chat if m["role"] in ("system", "user", "tool")},
+                calls=parse_tool_calls("".join(trained)), trained=trained,
+                ends=sorted({tok.convert_ids_to_tokens(ids[b - 1]) for _, b in runs}),  # what closes each trained run
+                eot_trained=sum(on[i] for i in eots), eot_as_before=all(on[i] == on[i - 1] for i in eots),
+                reasoning={m["reasoning_content"]: (m["reasoning_content"] in text, m["reasoning_content"] in "".join(trained))
+                           for m in chat if m.get("reasoning_content")})
+
+# %% ../nbs/09_families.ipynb #fa58tool
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Today's weather in a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "the city"},
+                                                           "days": {"type": "integer"}}, "required": ["city"]}}}
+TOOLS = [WEATHER]  # the tools TOOL_CHAT may call
+TOOL_CHAT = [dict(role="system", content="你是旅行助手。"), dict(role="user", content="我明天去巴黎，要带伞吗？"),
+             dict(role="assistant", content="", tool_calls=[{"id": "call_1", "type": "function", "function": {
+                 "name": "get_weather", "arguments": '{"city": "巴黎", "days": 2}'}}]),  # as OpenAI's API sends them: text
+             dict(role="tool", tool_call_id="call_1", name="get_weather", content="light rain, 14 C"),
+             dict(role="assistant", content="要带：明天有小雨。")]  # the tool-use conversation every family's mask is proven on
 
 # %% ../nbs/09_families.ipynb #fa000027
 def missing_targets(model, # a causal LM (on the meta device is enough)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, time
 from pathlib import Path
 import numpy as np
-from .families import (FAMILIES, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
+from .families import (FAMILIES, TOOL_CHAT, TOOLS, WEATHER, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
                              tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
 from .serve import Server, free_port, llama_server_bin
@@ -18,15 +18,20 @@ from .env import peft_quietly
 from .config import ConfigError
 
 # %% auto #0
-__all__ = ['CHAT', 'STAGES', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH', 'SPREAD',
-           'STOP_FLOOR', 'Row', 'item_chat', 'held_out_questions', 'train_lora', 'gguf_vocab_diff',
-           'llama_server_asked', 'served_prompt_check', 'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
+__all__ = ['CHAT', 'STAGES', 'NA', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH',
+           'SPREAD', 'STOP_FLOOR', 'NotApplicable', 'Row', 'item_chat', 'held_out_questions', 'train_lora',
+           'gguf_vocab_diff', 'served_tokens', 'llama_server_asked', 'served_prompt_check', 'writes_tools',
+           'tools_served_check', 'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
         dict(role="assistant", content="续航很好，能用两天。"), dict(role="user", content="Does it charge fast?"),
         dict(role="assistant", content="Yes: 50% in 20 minutes.")]  # the conversation every family is checked on
-STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "parity", "stops")
+STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "tools served", "parity", "stops")
+NA = "➖"  # the mark of a stage that does not apply to a family (e.g. its template writes no tools): not a failure
+
+class NotApplicable(Exception):
+    "Raised by a stage that has nothing to check on this family: its cell is `NA` and the reason, not a ❌."
 QUESTIONS = ("这款手机续航怎么样？", "Does it charge fast?", "What is 2 + 2?", "屏幕多大？", "Is it waterproof?", "Who makes it?",
              "电池多大？")  # asked after the served prompt: 8 prompts for parity
 
@@ -40,8 +45,14 @@ class Row:
         if bad := [n for n in needs if not self.cells.get(n, "").startswith("✅")]: self.cells[name] = f"❌ needs {bad[0]}"; return
         t0 = time.monotonic()
         try: self.cells[name] = "✅ " + str(fn())
+        except NotApplicable as e: self.cells[name] = f"{NA} {e}"
         except Exception as e: self.cells[name] = "❌ " + (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         self.seconds[name] = round(time.monotonic() - t0, 1)
+
+    @property
+    def failed(self) -> list[str]:
+        "The stages that failed (❌): not those that passed, nor those that do not apply (`NA`)."
+        return [s for s, c in self.cells.items() if not c.startswith(("✅", NA))]
 
 # %% ../nbs/93_family_matrix.ipynb #fmtrain1
 COLOURS = (("red", "红色"), ("blue", "蓝色"), ("green", "绿色"), ("black", "黑色"), ("white", "白色"))
@@ -103,34 +114,60 @@ def gguf_vocab_diff(gguf_file:Path, # a GGUF the converter wrote
     types = [i for i, (x, y, t) in enumerate(zip(a["token_type"], b["token_type"], b["tokens"])) if x != y and not pad(t)]
     return out + ([f"token_type of {len(types)} tokens, e.g. {b['tokens'][types[0]]!r}"] if types else [])
 
+def served_tokens(base_url:str, # a llama-server (`--jinja`)
+                  chat:list, # a conversation: the prompt is for its last answer
+                  tools:list|None=None # the tools it may call, sent with it
+                 ) -> list[int]|ValueError:
+    "The tokens llama-server sends the model for `chat`'s last answer, or the `ValueError` it answered with."
+    import httpx
+    r = httpx.post(base_url + "/apply-template", json=dict(messages=chat[:-1]) | (dict(tools=tools) if tools else {}), timeout=30)
+    if r.status_code != 200: return ValueError(f"llama-server's /apply-template answered {r.status_code}: {r.text[:200]}")
+    return httpx.post(base_url + "/tokenize", json=dict(content=r.json()["prompt"], add_special=True, parse_special=True),
+                      timeout=30).json()["tokens"]
+
 def llama_server_asked(gguf_file:Path, # the family's GGUF
-                       chat:list, # a conversation: the prompt is for its last answer
+                       prompts:dict, # name: (a conversation, its tools or None): each prompt is for its last answer
                        questions:list[dict], # `user` and `answer` of each question asked through the chat API
                        log:Path # the server's log
-                      ) -> tuple[list[int], list[dict]]:
-    "(the tokens llama-server sends the model for `chat`'s last answer, its answers to `questions`), templates its own."
-    import httpx
+                      ) -> tuple[dict, list[dict]]:
+    "({name: `served_tokens` of each prompt}, its answers to `questions`) from one llama-server, templating its own."
     port = free_port()
     cmd = [str(llama_server_bin()), "--model", str(gguf_file), "--host", "127.0.0.1", "--port", str(port), "--jinja",
            "--ctx-size", "512", "--threads", "2", "--no-webui"]
     with Server(cmd, f"http://127.0.0.1:{port}", log, health="/health") as s:
         s.start(60)
-        prompt = httpx.post(s.base_url + "/apply-template", json=dict(messages=chat[:-1]), timeout=30).json()["prompt"]
-        tokens = httpx.post(s.base_url + "/tokenize", json=dict(content=prompt, add_special=True, parse_special=True),
-                            timeout=30).json()["tokens"]
-        return tokens, ask_chat(s.base_url, questions, max_tokens=24)
+        served = {name: served_tokens(s.base_url, chat, tools) for name, (chat, tools) in prompts.items()}
+        return served, ask_chat(s.base_url, questions, max_tokens=24)
 
 # %% ../nbs/93_family_matrix.ipynb #fm000011
 def served_prompt_check(tok, # the family's tokenizer, with its template
-                        served:list[int] # the tokens a server sends the model for `CHAT`'s last answer
+                        served:list[int]|Exception, # the tokens a server sends the model for `chat`'s last answer (or why none)
+                        chat:list=CHAT, # the conversation
+                        tools:list|None=None # the tools it may call, as training and the server were given them
                        ) -> str:
-    "What the served-prompt stage shows; a `ValueError` where a server's prompt is not the beginning of training's."
-    train = render_chats(tok, tok.chat_template, [CHAT])["input_ids"][0]
+    "What a served-prompt stage shows; a `ValueError` where a server's prompt is not the beginning of training's."
+    if isinstance(served, Exception): raise served
+    train = render_chats(tok, tok.chat_template, [chat], tools=[tools])["input_ids"][0]
     if train[:len(served)] != served:
         at = next((i for i, (a, b) in enumerate(zip(train, served)) if a != b), len(train))
         raise ValueError(f"the server's prompt parts from training's at token {at}: {tok.decode(served[at:at + 6])!r} "
                          f"vs {tok.decode(train[at:at + 6])!r}")
     return f"{len(served)} tokens equal"
+
+def writes_tools(tok # a tokenizer with its chat template
+                ) -> bool:
+    "Whether the template writes the tools it is given (a prompt with `TOOLS` and one without differ)."
+    ask = [dict(role="user", content="U")]
+    return tok.apply_chat_template(ask, tools=TOOLS, tokenize=False) != tok.apply_chat_template(ask, tokenize=False)
+
+def tools_served_check(tok, # the family's tokenizer, with its template
+                       served:list[int]|Exception # the tokens llama-server sends the model for `TOOL_CHAT`'s last answer
+                      ) -> str:
+    "What the tools-served stage shows; `NotApplicable` where the template writes no tools (training refuses them)."
+    if writes_tools(tok): return served_prompt_check(tok, served, TOOL_CHAT, TOOLS)
+    kept = isinstance(served, list) and TOOL_CHAT[3]["content"] in tok.decode(served)
+    raise NotApplicable("n/a: its template writes no tools, so training refuses them" +
+                        ("" if kept else "; llama-server's prompt drops the tool's result"))
 
 def _parity(model, tok, gguf_file:Path, prompts:list, stops:set) -> str:
     "Export's parity of the f16 GGUF against the HF model on `prompts`; a `ValueError` when a parting is no near-tie."
@@ -192,8 +229,9 @@ def family_row(name:str, # a key of `FAMILIES`
     def q8(): return f"{quantize_gguf(gguf_f16, gguf_q8, 'q8_0').stat().st_size / 2**20:.0f} MiB"
     served = {}
     def prompt():
-        served["prompt"], served["asked"] = llama_server_asked(gguf_q8, CHAT, held_out_questions(), out/f"{name}-server.log")
-        return served_prompt_check(tok, served["prompt"])
+        served.update(zip(("tokens", "asked"), llama_server_asked(gguf_q8, dict(plain=(CHAT, None), tools=(TOOL_CHAT, TOOLS)),
+                                                                held_out_questions(), out/f"{name}-server.log")))
+        return served_prompt_check(tok, served["tokens"]["plain"])
     def par():
         m = AutoModelForCausalLM.from_pretrained(merged).eval()
         chats = [CHAT[:-1]] + [[dict(role="user", content=q)] for q in QUESTIONS]
@@ -202,6 +240,7 @@ def family_row(name:str, # a key of `FAMILIES`
         return _parity(m, tok, gguf_f16, prompts, set(row.facts["stops"]))
     for stage, fn, needs in (("mask", mask, ()), ("lora", lora, ()), ("train", train, ("lora",)), ("merge", merge, ("train",)),
                              ("gguf", gguf, ("merge",)), ("q8_0", q8, ("gguf",)), ("served prompt", prompt, ("q8_0",)),
+                             ("tools served", lambda: tools_served_check(tok, served["tokens"]["tools"]), ("served prompt",)),
                              ("parity", par, ("gguf",)), ("stops", lambda: _stops(served["asked"]), ("served prompt",))):
         row.stage(stage, fn, *needs)
     return row
@@ -234,7 +273,7 @@ def family_matrix(out:Path, # the folder to write families.md and families.json 
     for name in families or FAMILIES:
         t0 = time.time()
         rows.append(family_row(name, out))
-        print(f"families: {name} in {time.time() - t0:.0f} s: " + ", ".join(f"{s} {c[0]} {rows[-1].seconds[s]} s"
+        print(f"families: {name} in {time.time() - t0:.0f} s: " + ", ".join(f"{s} {c[0]} {rows[-1].seconds.get(s, 0)} s"
                                                                           for s, c in rows[-1].cells.items()))
     (out/"families.md").write_text(matrix_markdown(rows) + "\n")
     (out/"families.json").write_text(json.dumps([dict(family=r.family, stages=r.cells, seconds=r.seconds,

@@ -13,7 +13,8 @@ from .model import base_model_path, launch_memory
 
 # %% auto #0
 __all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_argv',
-           'launch_argv', 'shell_join', 'sbatch_header', 'sbatch_body', 'sbatch_script', 'write_sbatch', 'memory_line']
+           'launch_argv', 'shell_join', 'sbatch_header', 'requeue_lines', 'srun_line', 'sbatch_body', 'sbatch_script',
+           'write_sbatch', 'memory_line']
 
 # %% ../nbs/25_launch.ipynb #l0000007
 TRAIN_MODULE = "llm_nb.cli"  # `python -m llm_nb.cli ...` is the `llm_nb` command
@@ -107,7 +108,7 @@ def shell_join(argv:list[str] # arguments, some with shell variables like "$SLUR
 def sbatch_header(cfg:Config, # the run's config: `launch` and `launch.slurm`
                   log_dir:Path # where Slurm writes the job's output
                  ) -> list[str]:
-    "The `#SBATCH` lines for `cfg.launch`: nodes, one task per node, GPUs, CPUs, memory, time, output."
+    "The `#SBATCH` lines for `cfg.launch`: nodes, one task per node, GPUs, CPUs, memory, time, output, requeue."
     lc, s = cfg.launch, cfg.launch.slurm
     opts = [f"--job-name={s.job_name}", f"--nodes={lc.nnodes}", "--ntasks-per-node=1"]
     opts += [f"--gres=gpu:{lc.gpus_per_node}"] if lc.gpus_per_node else []
@@ -115,13 +116,39 @@ def sbatch_header(cfg:Config, # the run's config: `launch` and `launch.slurm`
     opts += [f"--mem={s.mem}"] if s.mem else []
     opts += [f"--time={s.time}"] + [f"--{k}={v}" for k, v in (("partition", s.partition), ("account", s.account)) if v]
     opts += [f"--output={log_dir}/slurm-%j.out"] + list(s.extra_sbatch)
+    opts += [f"--signal=B:USR1@{s.signal_s}", "--requeue", "--open-mode=append"] if s.signal_s else []
     return [f"#SBATCH {o}" for o in opts]
+
+# %% ../nbs/25_launch.ipynb #l0000051
+def requeue_lines(srun:str # the `srun` line that runs the launcher on each node (`srun_line`)
+                 ) -> list[str]:
+    "Run `srun` in the background; on USR1/TERM signal its ranks; requeue the job when they stopped before the end."
+    return ['got=""  # the signal this script got: the ranks save a checkpoint and stop',
+            'forward() { got=$1; echo "launch: SIG$1: the ranks save a checkpoint after their step and stop"; '
+            'scancel --signal="$1" "$SLURM_JOB_ID" || true; }',
+            "trap 'forward USR1' USR1", "trap 'forward TERM' TERM",
+            f"{srun} &", "launcher=$!",
+            '# a trapped signal ends `wait` early: wait again until the launcher is gone',
+            'while :; do wait "$launcher" && status=0 || status=$?; kill -0 "$launcher" 2>/dev/null || break; done',
+            'if [ -n "$got" ] && [ "$status" != 0 ]; then',
+            '  trap - USR1 TERM',
+            '  echo "launch: the ranks stopped (status $status) after SIG$got: requeueing job $SLURM_JOB_ID"',
+            '  scontrol requeue "$SLURM_JOB_ID" || echo "launch: no requeue: resubmit this script to resume" >&2',
+            "fi",
+            'exit "$status"']
 
 # %% ../nbs/25_launch.ipynb #l0000031
 NCCL_LINES = ["export NCCL_DEBUG=WARN",
               "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NCCL_ASYNC_ERROR_HANDLING=1  # a dead rank ends the job",
               "# export NCCL_IB_DISABLE=1  # nodes without InfiniBand (or a broken fabric)",
               "# export NCCL_SOCKET_IFNAME=eth0  # the interface the nodes reach each other on: see `ip -br addr`"]
+
+def srun_line(argv:list[str], # this node's launcher command (`launch_argv`), with shell variables
+              ignore_usr1:bool=False # the launcher ignores SIGUSR1 (its ranks inherit that, then catch it)
+             ) -> str:
+    "`srun` running the launcher once per node (single-quoted for `bash -c`: each node expands its variables)."
+    command = ('trap "" USR1; ' if ignore_usr1 else "") + "exec " + shell_join(argv)
+    return f"srun --kill-on-bad-exit=1 bash -c {shlex.quote(command)}"
 
 def sbatch_body(cfg:Config, # the run's config
                 config:Path, # the config file the ranks read (absolute)
@@ -144,7 +171,8 @@ def sbatch_body(cfg:Config, # the run's config
     lines += list(lc.slurm.setup)
     lines.append(f'echo "launch: {lc.launcher}, $SLURM_NNODES node(s) x {lc.nproc_per_node} process(es) = world size '
                  f'{plan["world_size"]}, global batch {plan["train_batch_size"]}, master $MASTER_ADDR:$MASTER_PORT"')
-    return lines + [f"srun --kill-on-bad-exit=1 bash -c {shlex.quote('exec ' + shell_join(argv))}"]
+    srun = srun_line(argv, ignore_usr1=lc.slurm.signal_s > 0)
+    return lines + (requeue_lines(srun) if lc.slurm.signal_s else [srun])
 
 # %% ../nbs/25_launch.ipynb #l0000034
 def sbatch_script(cfg:Config, # the run's config

@@ -167,6 +167,12 @@ def write_seed_summary(folder:Path, # where the seeds' runs are: summary.json, .
     save_figure(fig, folder/"summary.png")
     return scores
 
+def _seed_run(cfg:Config, seeds:list[int], i:int, stages:list[str], force:bool) -> Run:
+    "The run of `seeds[i]`, announced first: which seed, of how many, and where (the live dashboard's title names it too)."
+    one = seed_config(cfg, seeds[i])
+    print(f"seed {seeds[i]} ({i + 1} of {len(seeds)}) -> {run_folder(one)}")
+    return run_pipeline(one, stages, force, seeds=[])
+
 def run_seeds(cfg:Config, # the config; its `run.seed` is replaced by each of `seeds`
               stages:list[str], # names from `STAGES`
               seeds:list[int], # one run each, in `<run folder>/seed-<k>`
@@ -179,12 +185,12 @@ def run_seeds(cfg:Config, # the config; its `run.seed` is replaced by each of `s
         for k in seeds: run_pipeline(seed_config(cfg, k), stages, force, seeds=[])
         return top
     with top.lock():
-        reports = {seeds[0]: run_pipeline(seed_config(cfg, seeds[0]), stages, force, seeds=[]).report()}
+        reports = {seeds[0]: _seed_run(cfg, seeds, 0, stages, force).report()}
         first = Run(run_folder(seed_config(cfg, seeds[0])), seed_config(cfg, seeds[0]))
-        for k in seeds[1:]:
+        for i, k in enumerate(seeds[1:], 1):
             if not force and (shared := share_unseeded(seed_config(cfg, k), first, stages)):
                 print(f"seed {k}: {', '.join(shared)} shared with seed {seeds[0]} (they read no seed)")
-            reports[k] = run_pipeline(seed_config(cfg, k), stages, force, seeds=[]).report()
+            reports[k] = _seed_run(cfg, seeds, i, stages, force).report()
         scores = write_seed_summary(top.dir, reports, cfg.run.name)
     print(f"seeds: {len(seeds)} runs ({seeds}); {len(scores)} numbers summarized, {len(varying(scores, len(scores)))}"
           f" differ between seeds -> {top.dir/'summary.md'}")

@@ -5,15 +5,17 @@
 # %% ../nbs/07_records.ipynb #rc000005
 from __future__ import annotations
 import json, re
+from functools import lru_cache
 from typing import NamedTuple
 import pyarrow as pa
 
 # %% auto #0
-__all__ = ['SCHEMA', 'SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'TURN_MARK', 'ROLE_END',
-           'HH_SPEAKER', 'HH_ROLES', 'PAIR_ROLES', 'Event', 'check_text', 'escaped', 'shape_of', 'BadRecord',
-           'messages_turns', 'sharegpt_turns', 'alpaca_turns', 'prompt_completion_turns', 'check_turns', 'encode_turns',
-           'decode_turns', 'hh_turns', 'preference_turns', 'check_pair', 'pair_of', 'take_conversation', 'take_record',
-           'text_chunks']
+__all__ = ['SCHEMA', 'SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'THINK', 'END_THINK',
+           'REASONING_FIELDS', 'TURN_MARK', 'ROLE_END', 'HH_SPEAKER', 'HH_ROLES', 'PAIR_ROLES', 'Event', 'check_text',
+           'escaped', 'shape_of', 'BadRecord', 'tools_of', 'tool_call', 'messages_turns', 'sharegpt_turns',
+           'alpaca_turns', 'prompt_completion_turns', 'split_think', 'think_content', 'reasoned', 'check_turns',
+           'encode_turns', 'decode_turns', 'hh_turns', 'preference_turns', 'check_pair', 'pair_of', 'take_conversation',
+           'take_record', 'stored_chat', 'text_chunks']
 
 # %% ../nbs/07_records.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -72,6 +74,72 @@ def _get(obj:dict, key:str, kind=str, where:str|None=None):
         raise BadRecord(f"field '{where}' is {_kind(v)}, not a {'string' if kind is str else kind.__name__}")
     return v
 
+# %% ../nbs/07_records.ipynb #rt58cd01
+def _unjson(obj:dict, key:str) -> dict:
+    "`obj` with `obj[key]` parsed when it is a string: a list written as JSON (CSV, Parquet, LLaMA-Factory's `tools`)."
+    if not isinstance(obj.get(key), str): return obj
+    try: return {**obj, key: json.loads(obj[key])}
+    except json.JSONDecodeError as e:
+        raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e.msg})") from None
+
+@lru_cache(maxsize=1024)
+def _validator(schema:str):
+    "A validator for the JSON text `schema`, of the draft its `$schema` names (default the latest); else `SchemaError`."
+    import jsonschema  # here: its import takes 1.2 s (rfc3987_syntax builds a grammar); only records with tools need it
+    s = json.loads(schema)
+    (cls := jsonschema.validators.validator_for(s)).check_schema(s)
+    return cls(s)
+
+def _schema_error(e) -> str:
+    "A jsonschema error in one short line: where, and what."
+    return f"at {e.json_path}: {e.message if len(e.message) <= 100 else e.message[:97] + '...'}"
+
+def tools_of(obj:dict # a parsed record: its `tools` a list, a list written as JSON, or absent
+            ) -> list[dict]|None:
+    "The record's tools checked (names unique, `parameters` a valid JSON schema), in OpenAI's form; None for none."
+    if obj.get("tools") in (None, "", []): return None
+    from jsonschema import SchemaError
+    out, names = [], set()
+    for i, t in enumerate(_get(_unjson(obj, "tools"), "tools", list)):
+        if not isinstance(t, dict): raise BadRecord(f"field 'tools[{i}]' is {_kind(t)}, not an object")
+        if t.get("type", "function") != "function": raise BadRecord(f"field 'tools[{i}].type' is {t['type']!r}, not 'function'")
+        where = f"tools[{i}].function" if "function" in t else f"tools[{i}]"
+        fn = _get(t, "function", dict, where) if "function" in t else t
+        if (name := _get(fn, "name", where=f"{where}.name")) in names:
+            raise BadRecord(f"field '{where}.name': a second tool named {name!r}")
+        names.add(name)
+        params = _get(fn, "parameters", dict, f"{where}.parameters") if "parameters" in fn else {}
+        try: _validator(json.dumps(params, sort_keys=True))
+        except SchemaError as e:
+            raise BadRecord(f"field '{where}.parameters' is not a valid JSON schema ({_schema_error(e)})") from None
+        out.append({"type": "function", "function": fn})
+    return out
+
+# %% ../nbs/07_records.ipynb #rt58cd02
+def tool_call(call, # OpenAI's {"id"?, "type": "function", "function": {"name", "arguments"}}, or a bare {"name", "arguments"}
+              tools:list|None, # the record's tools, as `tools_of` gives them
+              where:str # the call's field, for errors
+             ) -> dict:
+    "The call checked (one of `tools`, arguments a JSON object its schema accepts), in OpenAI's form, arguments an object."
+    if not isinstance(call, dict): raise BadRecord(f"field '{where}' is {_kind(call)}, not an object")
+    if call.get("type", "function") != "function": raise BadRecord(f"field '{where}.type' is {call['type']!r}, not 'function'")
+    cid = {"id": _get(call, "id", where=f"{where}.id")} if "id" in call else {}
+    if "function" in call: where = f"{where}.function"
+    fn = _get(call, "function", dict, where) if "function" in call else call
+    name, by_name = _get(fn, "name", where=f"{where}.name"), {t["function"]["name"]: t["function"] for t in tools or []}
+    if name not in by_name:
+        raise BadRecord(f"field '{where}.name': {name!r} is not one of the record's tools ({', '.join(by_name) or 'none'})")
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try: args = json.loads(args)
+        except json.JSONDecodeError as e:
+            raise BadRecord(f"field '{where}.arguments' is not JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(args, dict): raise BadRecord(f"field '{where}.arguments' is {_kind(args)}, not an object")
+    schema = json.dumps(by_name[name].get("parameters", {}), sort_keys=True)
+    if err := next(_validator(schema).iter_errors(args), None):
+        raise BadRecord(f"field '{where}.arguments' fails the schema of tool {name!r} ({_schema_error(err)})")
+    return {**cid, "type": "function", "function": {"name": name, "arguments": args}}
+
 # %% ../nbs/07_records.ipynb #cv000007
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -83,7 +151,7 @@ def _content(c, where:str) -> str:
     return c
 
 def messages_turns(obj:dict, key:str="messages") -> list[tuple]:
-    "The turns of an OpenAI messages list at `obj[key]`."
+    "The turns of an OpenAI messages list at `obj[key]`, tool calls checked against `obj['tools']` (`tool_call`)."
     out = []
     for i, m in enumerate(_get(obj, key, list)):
         f = f"{key}[{i}]"
@@ -91,6 +159,9 @@ def messages_turns(obj:dict, key:str="messages") -> list[tuple]:
         if (role := m.get("role")) not in ROLES:
             raise BadRecord(f"field '{f}.role': unknown role {role!r} (one of {', '.join(ROLES)})")
         extras = {k: v for k, v in m.items() if k not in ("role", "content")}
+        if role == "assistant" and extras.pop("tool_calls", None):  # an empty list or null: no calls
+            calls = _get(m, "tool_calls", list, f"{f}.tool_calls")
+            extras["tool_calls"] = [tool_call(c, obj.get("tools"), f"{f}.tool_calls[{j}]") for j, c in enumerate(calls)]
         c = m.get("content")
         c = "" if c is None and extras.get("tool_calls") else _content(c, f"{f}.content")
         out.append((f"{f}.content", role, c, extras))
@@ -104,6 +175,13 @@ def _system(obj:dict) -> list[tuple]:
     "A system turn from the record's optional `system` field."
     return [("system", "system", _get(obj, "system"), {})] if obj.get("system") not in (None, "") else []
 
+def _function_call(value:str, tools:list|None, where:str) -> dict:
+    "The extras of a ShareGPT `function_call` turn: the call (or list of calls) its value writes as JSON, checked."
+    try: v = json.loads(value)
+    except json.JSONDecodeError as e: raise BadRecord(f"field '{where}' is not a tool call written as JSON ({e.msg})") from None
+    calls = [(f"{where}[{j}]", c) for j, c in enumerate(v)] if isinstance(v, list) else [(where, v)]
+    return {"tool_calls": [tool_call(c, tools, w) for w, c in calls]}
+
 def sharegpt_turns(obj:dict) -> list[tuple]:
     "The turns of a ShareGPT record (`conversations` of `from`/`value`, an optional `system`)."
     out = _system(obj)
@@ -112,7 +190,9 @@ def sharegpt_turns(obj:dict) -> list[tuple]:
         if not isinstance(m, dict): raise BadRecord(f"field '{f}' is {_kind(m)}, not an object")
         if (who := m.get("from")) not in SHAREGPT_ROLES:
             raise BadRecord(f"field '{f}.from': unknown speaker {who!r} (one of {', '.join(SHAREGPT_ROLES)})")
-        out.append((f"{f}.value", SHAREGPT_ROLES[who], _content(m.get("value"), f"{f}.value"), {}))
+        v, role = _content(m.get("value"), f"{f}.value"), SHAREGPT_ROLES[who]
+        call = who == "function_call"  # an assistant turn with no content and the calls of the value
+        out.append((f"{f}.value", role, "" if call else v, _function_call(v, obj.get("tools"), f"{f}.value") if call else {}))
     return out
 
 def alpaca_turns(obj:dict) -> list[tuple]:
@@ -139,16 +219,67 @@ TURNS_OF = dict(messages=messages_turns, sharegpt=sharegpt_turns, alpaca=alpaca_
 SHAPE_FIELDS = dict(messages={"messages"}, sharegpt={"conversations", "system"}, prompt_completion={"prompt", "completion"},
                     alpaca={"instruction", "input", "output", "system", "history"})  # what the turns are made of
 
+# %% ../nbs/07_records.ipynb #rt58cd03
+THINK, END_THINK = "<think>", "</think>"  # around a reasoning model's reasoning, at the start of its answer
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # where servers put reasoning beside the answer (vLLM, llama-server)
+
+def split_think(content:str, # an assistant turn's content
+                where:str="content" # its field, for errors
+               ) -> tuple[str|None, str]:
+    "(reasoning, answer) of content that starts with `<think>…</think>`, both stripped; (None, content) for a plain answer."
+    s = content.lstrip()
+    if not s.startswith(THINK):
+        if END_THINK in content: raise BadRecord(f"field '{where}': a {END_THINK} with no {THINK} at its start")
+        return None, content
+    reasoning, end, answer = s[len(THINK):].partition(END_THINK)
+    if not end: raise BadRecord(f"field '{where}': a {THINK} with no {END_THINK}")
+    return reasoning.strip(), answer.strip()
+
+def think_content(reasoning:str|None, # the reasoning, stripped ("" or None: none)
+                  answer:str # what follows it
+                 ) -> str:
+    "The stored form of an answer after its reasoning; the answer as it is when there is no reasoning."
+    return f"{THINK}\n{reasoning}\n{END_THINK}\n\n{answer.strip()}" if reasoning else answer
+
+def reasoned(content:str, # an assistant turn's content
+             extras:dict, # its other fields (`reasoning_content`, `reasoning`, `tool_calls`, ...)
+             where:str # the content's field, for errors
+            ) -> tuple[str, dict]:
+    "The content in its stored form (`think_content`) and the extras without the reasoning fields; else `BadRecord`."
+    reasoning, answer = split_think(content, where)
+    given, base = {where: reasoning} if reasoning else {}, where.removesuffix(".content")
+    for k in REASONING_FIELDS:
+        if extras.get(k) is None: continue
+        if THINK in (r := _get(extras, k, str, f"{base}.{k}")) or END_THINK in r:
+            raise BadRecord(f"field '{base}.{k}' holds {THINK} or {END_THINK}")
+        if r.strip(): given[f"{base}.{k}"] = r.strip()
+    if len(set(given.values())) > 1:
+        raise BadRecord(f"fields {' and '.join(map(repr, given))}: the reasoning is given twice, and differently")
+    reasoning = next(iter(given.values()), None)
+    if reasoning and not answer.strip() and not extras.get("tool_calls"):
+        raise BadRecord(f"field '{where}': a reasoning turn with no answer")
+    return think_content(reasoning, answer), {k: v for k, v in extras.items() if k not in REASONING_FIELDS}
+
 # %% ../nbs/07_records.ipynb #cv000013
 TURN_MARK, ROLE_END = "\ue000", "\ue001"  # private-use characters: no clean pass changes them; refused in content
+
+def _tool_result(where:str, extras:dict, calls:list, results:int) -> int:
+    "The tool results so far with this one (at `where`) checked: after a call, no more than the calls, an id of theirs."
+    base = where.removesuffix(".content")
+    if not calls: raise BadRecord(f"field '{base}': a tool result with no tool call before it (since the last user turn)")
+    if results == len(calls): raise BadRecord(f"field '{base}': more tool results than the {len(calls)} tool call(s) before them")
+    if (cid := extras.get("tool_call_id")) is not None and cid not in [c.get("id") for c in calls]:
+        raise BadRecord(f"field '{base}.tool_call_id': {cid!r} is the id of no tool call before it")
+    return results + 1
 
 def check_turns(turns:list[tuple], # (field, role, content, extras) from `TURNS_OF`
                 key:str, # the field holding the conversation, for the error of a wrong ending
                 policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
                ) -> tuple[list[tuple], bool]:
-    "The turns with their content checked (repaired under `replace`), and whether any was repaired; else `BadRecord`."
-    out, seen_user, repaired = [], False, False
+    "The turns checked (text repaired under `replace`, reasoning in its stored form), and whether any was repaired."
+    out, seen_user, repaired, calls, results = [], False, False, [], 0  # the tool calls and results since the last user turn
     for f, role, content, extras in turns:
+        if role == "assistant": content, extras = reasoned(content, extras, f)
         if TURN_MARK in content or ROLE_END in content:
             raise BadRecord(f"field '{f}' holds U+E000 or U+E001, the characters that mark turns")
         text, reason, fixed = check_text(content, policy)
@@ -156,6 +287,9 @@ def check_turns(turns:list[tuple], # (field, role, content, extras) from `TURNS_
         if role == "assistant" and not text.strip() and not extras.get("tool_calls"):
             raise BadRecord(f"field '{f}': empty assistant turn")
         if role == "assistant" and not seen_user: raise BadRecord(f"field '{f}': an assistant turn with no user turn before it")
+        if role == "user": calls, results = [], 0
+        elif role == "assistant": calls = calls + extras.get("tool_calls", [])
+        elif role == "tool": results = _tool_result(f, extras, calls, results)
         seen_user, repaired = seen_user or role == "user", repaired or fixed
         out.append((f, role, text, extras))
     if not out or out[-1][1] != "assistant":
@@ -247,14 +381,12 @@ def take_conversation(obj:dict, # a parsed record of a conversation shape
     "An ok event with the conversation's stored text (`encode_turns`) and the other fields as `meta`, or a bad one."
     key = SHAPE_KEYS[shape]
     try:
-        if isinstance(obj.get(key), str) and shape in ("messages", "sharegpt"):  # a JSON string (CSV, Parquet)
-            try: obj = {**obj, key: json.loads(obj[key])}
-            except json.JSONDecodeError as e:
-                raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e.msg})") from None
+        if shape in ("messages", "sharegpt"): obj = _unjson(obj, key)  # a list written as JSON (CSV, Parquet)
+        obj = {**obj, "tools": tools_of(obj)}  # what the turns' tool calls are checked against
         turns = TURNS_OF[shape](obj)
         turns, repaired = check_pair(turns, policy) if shape == "preference" else check_turns(turns, key, policy)
     except BadRecord as e: return Event("bad", line, reason=str(e))
-    meta = {k: v for k, v in obj.items() if k not in SHAPE_FIELDS[shape]}
+    meta = {k: v for k, v in obj.items() if k not in SHAPE_FIELDS[shape] and (v or k != "tools")}  # tools: checked, or none
     extras = {i: x for i, (*_, x) in enumerate(turns) if x}
     return Event("ok", line, text=encode_turns([(r, c) for _, r, c, _ in turns]), meta=meta | ({"turn_extras": extras} if extras else {}),
                  repaired=repaired)
@@ -276,6 +408,22 @@ def take_record(obj, # a parsed record: a JSON value, a CSV row or a Parquet row
     if text is None: return Event("bad", line, reason=reason)
     meta = {k: v for k, v in obj.items() if k != text_field}
     return Event("ok", line, text=text, meta=meta, repaired=repaired)
+
+# %% ../nbs/07_records.ipynb #rt58cd04
+def stored_chat(text:str, # a stored conversation (`encode_turns`)
+                meta:dict # its record's `meta`: `tools`, and `turn_extras` keyed by turn number (int or str)
+               ) -> dict:
+    "OpenAI `{messages, tools}` of a stored conversation: reasoning split from each answer, tool calls and results' ids."
+    if (turns := decode_turns(text)) is None: raise ValueError("not a stored conversation: no turn marks")
+    extras = {int(k): x for k, x in (meta.get("turn_extras") or {}).items()}
+    messages = []
+    for i, t in enumerate(turns):
+        m = t | extras.get(i, {})
+        if t["role"] == "assistant":
+            reasoning, m["content"] = split_think(t["content"], f"turn {i}")
+            if reasoning: m["reasoning_content"] = reasoning
+        messages.append(m)
+    return {"messages": messages, "tools": meta.get("tools") or None}
 
 # %% ../nbs/07_records.ipynb #rc000007
 def text_chunks(s:str, text_unit:str) -> list[tuple[int, str]]:

