@@ -11,8 +11,8 @@ from .env import llama_models_dir
 # %% auto #0
 __all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'shipped_template', 'unbind',
            'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain', 'render_chats', 'Trained',
-           'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name', 'end_of_turn', 'chat_template',
-           'stop_ids', 'chat_stops', 'fit_turns']
+           'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name', 'writes_tools', 'end_of_turn',
+           'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -444,6 +444,11 @@ def _writes_tools(template:str, special:tuple) -> bool:
     "Whether `template` writes the tools it is given (a probe's render with one and without differ)."
     ask = [dict(role="user", content="U")]
     return _render(template, ask, dict(special), [PROBE_TOOL]) != _render(template, ask, dict(special))
+
+def writes_tools(tok # a tokenizer with its chat template
+                ) -> bool:
+    "Whether `tok`'s chat template writes the tools it is given (a probe's render with a tool and without differ)."
+    return _writes_tools(tok.chat_template, tuple(sorted(tok.special_tokens_map.items())))
 
 @functools.lru_cache(maxsize=16)
 def _reasoning_frame(template:str, special:tuple) -> tuple[str, str]:

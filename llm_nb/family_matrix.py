@@ -7,11 +7,11 @@ from __future__ import annotations
 import json, time
 from pathlib import Path
 import numpy as np
-from .families import (FAMILIES, TOOL_CHAT, TOOLS, WEATHER, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
+from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
                              tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
 from .serve import Server, free_port, llama_server_bin
-from .chat import TEMPLATE_OPTIONS, render_chats
+from .chat import TEMPLATE_OPTIONS, render_chats, writes_tools
 from .bench import answer_scores, ask_chat
 from .config import ModelCfg
 from .env import peft_quietly
@@ -20,8 +20,8 @@ from .config import ConfigError
 # %% auto #0
 __all__ = ['CHAT', 'STAGES', 'NA', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH',
            'SPREAD', 'STOP_FLOOR', 'NotApplicable', 'Row', 'item_chat', 'held_out_questions', 'train_lora',
-           'gguf_vocab_diff', 'served_tokens', 'llama_server_asked', 'served_prompt_check', 'writes_tools',
-           'tools_served_check', 'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
+           'gguf_vocab_diff', 'served_tokens', 'llama_server_asked', 'served_prompt_check', 'tools_served_check',
+           'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
@@ -153,12 +153,6 @@ def served_prompt_check(tok, # the family's tokenizer, with its template
         raise ValueError(f"the server's prompt parts from training's at token {at}: {tok.decode(served[at:at + 6])!r} "
                          f"vs {tok.decode(train[at:at + 6])!r}")
     return f"{len(served)} tokens equal"
-
-def writes_tools(tok # a tokenizer with its chat template
-                ) -> bool:
-    "Whether the template writes the tools it is given (a prompt with `TOOLS` and one without differ)."
-    ask = [dict(role="user", content="U")]
-    return tok.apply_chat_template(ask, tools=TOOLS, tokenize=False) != tok.apply_chat_template(ask, tokenize=False)
 
 def tools_served_check(tok, # the family's tokenizer, with its template
                        served:list[int]|Exception # the tokens llama-server sends the model for `TOOL_CHAT`'s last answer
