@@ -65,7 +65,8 @@ class Targets:
 # generated records, a one-layer model of width 64, blocks of 32 tokens
 SMOKE_RUN = {"synth.n_records": 60, "synth.n_document_pages": 1, "model.tiny.vocab_size": 400,
              "model.tiny.hidden_size": 64, "model.tiny.intermediate_size": 128, "model.tiny.num_layers": 1,
-             "model.tiny.num_heads": 2, "tokenize.max_length": 32}
+             "model.tiny.num_heads": 2, "tokenize.max_length": 32, "synth.n_tool_instructions": 8,
+             "synth.n_heldout_tool_calls": 4}
 
 CORPUS = "online_shopping_10_cats.csv"
 CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/CORPUS  # the default, beside the repo

@@ -26,7 +26,7 @@ from llm_nb.export import merge_adapter
 from llm_nb.families import FAMILIES, TOOL_CHAT, TOOLS, tiny_family_model
 from llm_nb.family_matrix import (CHAT, SPREAD, STOP_FLOOR, NotApplicable, held_out_questions, served_prompt_check,
                                   tools_served_check, train_lora)
-from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python
+from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python, why_failed
 
 VLLM_HEADS = dict(num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # vLLM's CPU attention: heads of 32 and up
 
@@ -84,7 +84,7 @@ def main():
         t0 = time.monotonic()
         try: r = family_vllm(name, out)
         except Exception as e:  # a family vLLM cannot serve: its reason, and a miss
-            why = (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
+            why = why_failed(e)
             print(f"| {name} | ❌ {why} | - | - | - | - | - | - |")
             targets.check(f"{name}: served by vLLM", False, "==", True)
             continue

@@ -12,6 +12,7 @@ import yaml
 from .run import json_safe, save_figure, timed_stage
 from .serve import served_files
 from .model import load_tokenizer
+from .records import BadRecord, tool_call
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'SAME_CHUNK_S', 'MIN_CHUNKS_PER_TOKEN',
@@ -718,13 +719,15 @@ def _value(m:dict, key:str, stat:str|None) -> float|None:
     "`m[key]`, or `m[key][stat]` for a latency; None when the summary has no such number."
     return m.get(key) if stat is None else (m.get(key) or {}).get(stat)
 
-ANSWERED = (("exact match", "exact_match"), ("answers stopped", "stopped"))  # rows per chat task (`answer_scores`)
+ANSWERED = (("exact match", "exact_match"), ("answers stopped", "stopped"),
+            ("calls parsed", "parsed"))  # rows per chat task (`answer_scores`; the last for tasks asked with tools)
 
 def _answer_rows(results:dict[str, dict]) -> list[tuple]:
-    "(row, value of a summary) for each chat task any summary answered: its exact match and share stopped."
+    "(row, value of a summary) for each chat task any summary answered: its exact match, share stopped (and calls parsed)."
+    score = lambda m, t, k: ((m.get("answers") or {}).get(t) or {}).get(k)
     tasks = dict.fromkeys(t for m in results.values() for t in m.get("answers") or {})
-    return [(f"{t}: {row}", lambda m, t=t, k=k: ((m.get("answers") or {}).get(t) or {}).get(k))
-            for t in tasks for row, k in ANSWERED]
+    return [(f"{t}: {row}", lambda m, t=t, k=k: score(m, t, k)) for t in tasks for row, k in ANSWERED
+            if any(score(m, t, k) is not None for m in results.values())]
 
 def compare_table(results:dict[str, dict]) -> str:
     "A markdown table of benchmark summaries ({label: summary}): a column per label, a row per metric; why not measured."
@@ -823,35 +826,54 @@ def chat_task_records(run, # a run through the evaluate stage
     return out
 
 def ask_chat(base_url:str, # the server, e.g. http://127.0.0.1:8080
-             records:list[dict], # `user` (the question) and `answer` (the expected one)
+             records:list[dict], # `user` (the question) and `answer` (the expected one; a call's JSON with `tools`)
              max_tokens:int, # tokens an answer may take
              model:str="model", # the served model's name
              headers:dict|None=None # e.g. the API key
             ) -> list[dict]:
-    "Each question as one user turn to `/v1/chat/completions`, greedy: {question, expected, answer, finish_reason, error}."
+    """Each question as one user turn to `/v1/chat/completions` (with the record's `tools`, where it has them), greedy:
+    {question, expected, answer, finish_reason, error}, and the `tools` sent and `tool_calls` handed back."""
     out = []
     with httpx.Client(base_url=base_url.rstrip("/"), headers=headers or {}, timeout=ANSWER_TIMEOUT) as client:
         for r in records:
+            tools = dict(tools=r["tools"]) if r.get("tools") else {}
             body = dict(model=model, messages=[{"role": "user", "content": r["user"]}], max_tokens=max_tokens,
-                        temperature=0)
-            got = dict(question=r["user"], expected=r["answer"], answer="", finish_reason=None, error=None)
+                        temperature=0) | tools
+            got = dict(question=r["user"], expected=r["answer"], answer="", finish_reason=None, error=None) | tools
             try:
                 resp = client.post("/v1/chat/completions", json=body)
                 resp.raise_for_status()
                 choice = resp.json()["choices"][0]
                 got |= dict(answer=choice["message"]["content"] or "", finish_reason=choice["finish_reason"])
+                if tools: got["tool_calls"] = choice["message"].get("tool_calls") or []
             except httpx.HTTPError as e: got["error"] = f"{type(e).__name__}: {e}"  # counted, not raised
             out.append(got)
     return out
 
+def _valid_calls(a:dict) -> bool:
+    "Whether the server handed back calls for answer `a`, each of one of its tools with arguments (JSON) its schema accepts."
+    try: return bool(a.get("tool_calls")) and all(tool_call(c, a["tools"], f"tool_calls[{i}]") for i, c in enumerate(a["tool_calls"]))
+    except BadRecord: return False
+
+def _right_call(a:dict) -> bool:
+    "Whether answer `a` is exactly one call, the expected one (name and arguments)."
+    want, calls = json.loads(a["expected"]), a.get("tool_calls") or []
+    if len(calls) != 1: return False
+    try: args = json.loads(calls[0]["function"]["arguments"])
+    except (TypeError, ValueError): return False
+    return calls[0]["function"]["name"] == want["name"] and args == want["arguments"]
+
 def answer_scores(asked:list[dict] # from `ask_chat`
                  ) -> dict:
-    "Questions, exact match (case and surrounding whitespace ignored), the share of answers that stopped, failures."
-    same = lambda a, b: a.strip().lower() == b.strip().lower()
-    n = len(asked)
-    return dict(questions=n, exact_match=round(sum(same(a["answer"], a["expected"]) for a in asked) / max(n, 1), 4),
-                stopped=round(sum(a["finish_reason"] == "stop" for a in asked) / max(n, 1), 4),
-                failed=sum(a["error"] is not None for a in asked))
+    """Questions, exact match (case and surrounding whitespace ignored; asked with tools: of the call's name and
+    arguments), the share of answers that stopped (or ended in calls), failures; asked with tools, `parsed`: the share
+    whose calls the server handed back as `tool_calls` that its tools' schemas accept."""
+    same = lambda a: _right_call(a) if "tools" in a else a["answer"].strip().lower() == a["expected"].strip().lower()
+    n, share = len(asked), lambda k: round(k / max(len(asked), 1), 4)
+    out = dict(questions=n, exact_match=share(sum(map(same, asked))),
+               stopped=share(sum(a["finish_reason"] in ("stop", "tool_calls") for a in asked)),
+               failed=sum(a["error"] is not None for a in asked))
+    return out | (dict(parsed=share(sum(map(_valid_calls, asked)))) if any("tools" in a for a in asked) else {})
 
 # %% ../nbs/42_bench.ipynb #5576c792
 def bench_server(cfg, # the run's config (its `bench` section)
@@ -875,7 +897,8 @@ def bench_server(cfg, # the run's config (its `bench` section)
         m["answers"] = {name: answer_scores(a) for name, a in asked.items()}
         for name, s in m["answers"].items():
             print(f"bench: {server.engine}: {name}: exact match {s['exact_match']:.3f}, {s['stopped']:.0%} of "
-                  f"{s['questions']} answers stopped (finish_reason stop)" + (f", {s['failed']} failed" * bool(s["failed"])))
+                  f"{s['questions']} answers stopped (finish_reason stop)" + (f", {s['failed']} failed" * bool(s["failed"]))
+                  + (f", {s['parsed']:.0%} handed back as tool_calls its tools' schemas accept" if "parsed" in s else ""))
     return m
 
 @timed_stage("bench")

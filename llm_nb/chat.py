@@ -9,17 +9,31 @@ from .config import ConfigError
 from .env import llama_models_dir
 
 # %% auto #0
-__all__ = ['CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'shipped_template', 'unbind',
-           'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain', 'render_chats', 'Trained',
-           'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name', 'writes_tools', 'end_of_turn',
-           'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
+__all__ = ['TOOLS_TURN', 'CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'call_text',
+           'shipped_template', 'unbind', 'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain',
+           'render_chats', 'Trained', 'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name',
+           'writes_tools', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
-    "An assistant turn's content and `end`, inside the generation markers."
-    return "{% generation %}{{ m['content'] + " + end + " }}{% endgeneration %}"
+    "An assistant turn's content, its tool calls in Hermes' form (`call_text`'s) and `end`, inside the generation markers."
+    return ("{% generation %}{{ m['content'] }}{% for c in (m['tool_calls'] or []) %}"
+            "{% set f = c['function'] if c['function'] is defined else c %}"
+            "{{ ('\\n' if m['content'] or not loop.first else '') + '<tool_call>{\"name\":\"' + f['name'] + "
+            "'\",\"arguments\":' + (f['arguments'] | tojson) + '}</tool_call>' }}{% endfor %}"
+            "{{ " + end + " }}{% endgeneration %}")
 
-CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}"
+def call_text(name:str, # the tool called
+              arguments:dict # its arguments
+             ) -> str:
+    "A call as ChatML writes it between `<tool_call>` tags: Hermes' JSON, compact outside the arguments (Jinja's `tojson`)."
+    return '{"name":"%s","arguments":%s}' % (name, json.dumps(arguments, ensure_ascii=False))
+
+TOOLS_TURN = ("{% if tools %}{{ '<|im_start|>system\\n' }}{% if messages[0]['role'] == 'system' %}"
+              "{{ messages[0]['content'] + '\\n\\n' }}{% endif %}{{ '<tools>' }}{% for t in tools %}"
+              "{{ '\\n' + (t | tojson) }}{% endfor %}{{ '\\n</tools><|im_end|>\\n' }}{% endif %}")
+CHATML = (TOOLS_TURN + "{% for m in messages %}{% if tools and loop.first and m['role'] == 'system' %}"
+          "{% elif m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}"
           + _answer("'<|im_end|>'") + "{{ '\\n' }}"
           "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")

@@ -90,6 +90,8 @@ class SynthCfg(Section):
     n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
     n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
     n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
+    n_tool_instructions: int = Field(0, ge=0)  # conversations that call the `check_stock` tool (in synth/chat/train.jsonl)
+    n_heldout_tool_calls: int = Field(0, ge=0)  # questions about other reviews answered by a call of it (synth/chat/heldout_tools.jsonl)
     # share of the training conversations answered in a second style, the answer labelled ("症状：头痛、胸闷", "Product:
     # desk lamp"); above 0 the preference pairs prefer that style (their rejected side mostly the same answer plain)
     styled_answers: float = Field(0.0, ge=0, le=1)
@@ -498,7 +500,9 @@ class LocalTask(Section):
     "An lm-eval task made from a local JSONL file (`question`, `choices`, `answer`; or `question`, `answer`)."
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")  # the task's name in lm-eval and in the report
     path: str  # the JSONL file, `{run}` allowed
-    kind: Literal["multiple_choice", "generate"] = "multiple_choice"  # generate: greedy, scored by exact match
+    # generate: greedy, scored by exact match; tool_call: the question asked with `tools`, scored by exact match of the
+    # call's name and arguments (the file's `answer`: {name, arguments})
+    kind: Literal["multiple_choice", "generate", "tool_call"] = "multiple_choice"
     delimiter: str = " "  # between the question and the answer ("" for a continuation)
     num_fewshot: int = Field(0, ge=0)  # examples from the same file put before each question
     chat: bool = False  # each question asked as a user turn through the chat template the run trains with
@@ -506,8 +510,10 @@ class LocalTask(Section):
     @model_validator(mode="after")
     def _chat_generates(self):
         "A chat task is a zero-shot generation: the template renders one user turn and the prompt for the answer."
-        if self.chat and (self.kind != "generate" or self.num_fewshot):
-            raise ValueError(f"task {self.name}: chat: true takes kind: generate and num_fewshot: 0")
+        if self.chat and (self.kind == "multiple_choice" or self.num_fewshot):
+            raise ValueError(f"task {self.name}: chat: true takes kind: generate or tool_call, and num_fewshot: 0")
+        if self.kind == "tool_call" and not self.chat:
+            raise ValueError(f"task {self.name}: kind: tool_call is asked through the chat template: set chat: true")
         return self
 
 # %% ../nbs/00_config.ipynb #8cfad120

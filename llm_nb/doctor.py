@@ -16,7 +16,7 @@ from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
 from .model import base_model_path, load_tokenizer
 from .chat import end_of_turn
-from .serve import LLAMA_REASONING_FORMAT, parser_flags, served_parsers, vllm_package, vllm_parser_names
+from .serve import LLAMA_REASONING_FORMAT, VLLM_PARSER_TABLES, parser_flags, served_parsers, vllm_package, vllm_parser_names
 from .families import FAMILIES, converter_archs, family_of, missing_targets, template_source
 
 # %% auto #0
@@ -318,7 +318,7 @@ def check_parsers(template:str|None # the model's chat template
                  ) -> Verdict:
     "The parsers servers will read its tool calls and reasoning with: vLLM's, its family's (each checked in vLLM's registries); llama-server's."
     parsers = served_parsers(template)
-    unknown = [v for k, v in parsers.items() if (names := vllm_parser_names(k)) is not None and v not in names]
+    unknown = [v for k, v in parsers.items() if k in VLLM_PARSER_TABLES and (names := vllm_parser_names(k)) is not None and v not in names]
     vllm = " ".join(parser_flags(parsers)) if parsers else "none (no family's template that writes tool calls or reasoning)"
     return Verdict("parsers", "fail" if unknown else "ok",
                    f"vLLM: {vllm}; llama-server: the template's own (--jinja), --reasoning-format {LLAMA_REASONING_FORMAT}" +

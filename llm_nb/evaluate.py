@@ -17,17 +17,18 @@ from .run import Stage, git_revision, save_figure, show_table
 from .track import log_scores
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer
 from .tokenize import EXAMPLE_COLUMNS, collate_samples
-from .chat import chat_template, end_of_turn
+from .chat import chat_template, end_of_turn, parse_tool_calls
 from .stats import paired_bootstrap, verdict
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'MAX_GEN_TOKS', 'FEWSHOT_PROTOCOL', 'ORDER_TASK',
-           'LM_EVAL_DPI', 'PAIRED_BOOT', 'EVALUATE', 'collate_lm', 'perplexity', 'check_task_record', 'read_task_file',
-           'task_config', 'write_task', 'chat_questions', 'chat_until', 'chat_settings', 'order_windows',
-           'order_question', 'order_task', 'task_fewshot', 'task_scores', 'task_items', 'log_softmax',
-           'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'task_files', 'task_manager',
-           'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval', 'paired_items', 'paired_markdown', 'write_stage_tasks',
-           'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
+__all__ = ['IGNORE_INDEX', 'TASK_FIELDS', 'MC_METRICS', 'GEN_METRIC', 'TOOL_METRIC', 'MAX_GEN_TOKS', 'CALL_SLACK',
+           'FEWSHOT_PROTOCOL', 'ORDER_TASK', 'LM_EVAL_DPI', 'PAIRED_BOOT', 'EVALUATE', 'collate_lm', 'perplexity',
+           'check_task_record', 'read_task_file', 'task_config', 'write_task', 'chat_questions', 'chat_until',
+           'chat_settings', 'tool_call_match', 'register_tool_call_metric', 'check_writes_tools', 'call_tokens',
+           'write_chat_task', 'order_windows', 'order_question', 'order_task', 'task_fewshot', 'task_scores',
+           'task_items', 'log_softmax', 'continuation_logprob', 'cut_at', 'LogitsLM', 'lm_eval_quietly', 'task_files',
+           'task_manager', 'lm_eval_scores', 'lm_eval_markdown', 'plot_lm_eval', 'paired_items', 'paired_markdown',
+           'write_stage_tasks', 'hf_lm_eval', 'write_lm_eval', 'main_metrics', 'run_evaluate']
 
 # %% ../nbs/30_evaluate.ipynb #7d45e538
 IGNORE_INDEX = -100  # the label that cross_entropy (and every HF model) leaves out of the loss
@@ -72,7 +73,8 @@ def perplexity(model, # a causal LM: called with `input_ids` and `attention_mask
     return dict(ppl=math.exp(nll / n), nll=nll / n, tokens=n)
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c002
-TASK_FIELDS = {"multiple_choice": ("question", "choices", "answer"), "generate": ("question", "answer")}
+TASK_FIELDS = {"multiple_choice": ("question", "choices", "answer"), "generate": ("question", "answer"),
+               "tool_call": ("question", "tools", "answer")}
 
 def _answer_index(rec:dict, where:str) -> int:
     "The index of the right choice: `answer` as an index, or as the text of one of `choices`."
@@ -84,11 +86,24 @@ def _answer_index(rec:dict, where:str) -> int:
     raise ValueError(f"{where}: field 'answer' must be the index (0 to {len(ch) - 1}) or the text of a choice, "
                      f"got {ans!r}")
 
+def _right_call(rec:dict, where:str) -> dict:
+    "The right call {name, arguments} of a tool_call record: a call of one of its `tools` (OpenAI's tool dicts)."
+    tools, ans = rec["tools"], rec["answer"]
+    fn = lambda t: t.get("function") if isinstance(t, dict) and isinstance(t.get("function"), dict) else {}
+    names = [fn(t).get("name") for t in tools] if isinstance(tools, list) else []
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"{where}: field 'tools' must be a non-empty list of OpenAI tools, each "
+                         '{"type": "function", "function": {"name": ..., "parameters": ...}}')
+    if not isinstance(ans, dict) or not isinstance(ans.get("name"), str) or not isinstance(ans.get("arguments"), dict):
+        raise ValueError(f'{where}: field \'answer\' must be the right call, {{"name": ..., "arguments": {{...}}}}, got {ans!r}')
+    if ans["name"] not in names: raise ValueError(f"{where}: field 'answer' calls {ans['name']!r}, none of the tools {names}")
+    return dict(name=ans["name"], arguments=ans["arguments"])
+
 def check_task_record(rec, # one parsed JSON line
-                      kind:str, # `multiple_choice` or `generate`
+                      kind:str, # `multiple_choice`, `generate` or `tool_call`
                       where:str # `file:line`, for errors
                      ) -> dict:
-    "The record reduced to its task fields, `answer` as a choice index; `ValueError` naming `where` and the field."
+    "The record reduced to its task fields, `answer` as a choice index or a call; `ValueError` naming `where` and the field."
     if not isinstance(rec, dict): raise ValueError(f"{where}: a JSON object is expected, got {type(rec).__name__}")
     missing = [f for f in TASK_FIELDS[kind] if f not in rec]
     if missing: raise ValueError(f"{where}: missing field(s) {missing}; a {kind} task needs {list(TASK_FIELDS[kind])}")
@@ -98,13 +113,14 @@ def check_task_record(rec, # one parsed JSON line
         raise ValueError(f"{where}: field 'question' is only digits, which lm-eval reads as a choice index")
     if kind == "multiple_choice": return dict(question=rec["question"], choices=rec["choices"],
                                               answer=_answer_index(rec, where))
+    if kind == "tool_call": return dict(question=rec["question"], tools=rec["tools"], answer=_right_call(rec, where))
     if not isinstance(rec["answer"], str) or not rec["answer"].strip():
         raise ValueError(f"{where}: field 'answer' must be a non-empty string")
     return dict(question=rec["question"], answer=rec["answer"])
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c004
 def read_task_file(path:Path, # a JSONL file, one question per line (blank lines are skipped)
-                   kind:str # `multiple_choice` or `generate`
+                   kind:str # `multiple_choice`, `generate` or `tool_call`
                   ) -> list[dict]:
     "The checked records of a local task file; `ValueError` naming the file and line of the first bad one."
     out = []
@@ -120,13 +136,15 @@ def read_task_file(path:Path, # a JSONL file, one question per line (blank lines
 MC_METRICS = [dict(metric=m, aggregation="mean", higher_is_better=True) for m in ("acc", "acc_norm")]
 GEN_METRIC = dict(metric="exact_match", aggregation="mean", higher_is_better=True, ignore_case=True,
                   regexes_to_ignore=[r"^\s+", r"\s+$"])  # lm-eval's built-in exact match, whitespace trimmed
-MAX_GEN_TOKS = 32  # tokens a generation task's answer may take
+TOOL_METRIC = dict(metric="tool_call_match", aggregation="mean", higher_is_better=True)  # `tool_call_match`, registered
+MAX_GEN_TOKS = 32  # tokens a generation task's answer may take (a tool call's: `call_tokens`)
 
 def task_config(name:str, # the task's name
                 data_file:Path, # its checked JSONL file
-                kind:str, # `multiple_choice` or `generate`
+                kind:str, # `multiple_choice`, `generate` or `tool_call`
                 delimiter:str=" ", # between question and answer
-                until:tuple=("\n",) # where a generated answer ends
+                until:tuple=("\n",), # where a generated answer ends
+                max_gen_toks:int=MAX_GEN_TOKS # the tokens it may take
                ) -> dict:
     "An lm-eval task config for a local JSONL file (few-shot examples come from the same file)."
     cfg = dict(task=name, dataset_path="json", dataset_kwargs=dict(data_files=dict(train=str(data_file))),
@@ -134,39 +152,49 @@ def task_config(name:str, # the task's name
                target_delimiter=delimiter)
     if kind == "multiple_choice":
         return dict(cfg, output_type="multiple_choice", doc_to_choice="{{choices}}", metric_list=MC_METRICS)
-    return dict(cfg, output_type="generate_until", metric_list=[GEN_METRIC],
-                generation_kwargs=dict(until=list(until), do_sample=False, max_gen_toks=MAX_GEN_TOKS))
+    return dict(cfg, output_type="generate_until", metric_list=[TOOL_METRIC if kind == "tool_call" else GEN_METRIC],
+                generation_kwargs=dict(until=list(until), do_sample=False, max_gen_toks=max_gen_toks))
 
 def write_task(records:list[dict], # checked records
                name:str, # the task's name
-               kind:str, # `multiple_choice` or `generate`
+               kind:str, # `multiple_choice`, `generate` or `tool_call`
                out:Path, # the folder of task files
                delimiter:str=" ", # between question and answer
-               until:tuple=("\n",) # where a generated answer ends
+               until:tuple=("\n",), # where a generated answer ends
+               max_gen_toks:int=MAX_GEN_TOKS # the tokens it may take
               ) -> Path:
     "`out/<name>.jsonl` and the `out/<name>.yaml` lm-eval reads; the YAML's path."
     out.mkdir(parents=True, exist_ok=True)
     data = out/f"{name}.jsonl"
+    if kind == "tool_call":  # the target is text: the right call's JSON (lm-eval would make a dict Python's repr of it)
+        records = [dict(r, answer=json.dumps(r["answer"], ensure_ascii=False)) for r in records]
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    cfg = task_config(name, data, kind, delimiter, until)
+    cfg = task_config(name, data, kind, delimiter, until, max_gen_toks)
     (y := out/f"{name}.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     return y
 
 # %% ../nbs/30_evaluate.ipynb #ev0c0002
-def chat_questions(records:list[dict], # checked `generate` records
+def chat_questions(records:list[dict], # checked `generate` or `tool_call` records
                    tok, # the tokenizer the run trains with
                    template:str # its chat template (`llm_nb.chat.chat_template`)
                   ) -> list[dict]:
-    "`records` with each question rendered as a user turn and the prompt for the answer; `user`: the question as asked."
-    prompts = tok.apply_chat_template([[{"role": "user", "content": r["question"]}] for r in records],
-                                      chat_template=template, tokenize=False, add_generation_prompt=True)
+    """`records` with each question rendered as a user turn (with the record's `tools`, where it has them) and the prompt
+    for the answer; `user`: the question as asked."""
+    ask = lambda r: [{"role": "user", "content": r["question"]}]
+    render = lambda chats, tools=None: tok.apply_chat_template(chats, tools=tools, chat_template=template, tokenize=False,
+                                                               add_generation_prompt=True)
+    prompts = ([render(ask(r), r["tools"]) for r in records] if "tools" in records[0]  # a batch takes one list of tools
+               else render([ask(r) for r in records]))
     return [dict(r, question=p, user=r["question"]) for r, p in zip(records, prompts)]
 
 def chat_until(tok, # the tokenizer
-               template:str # the chat template
+               template:str, # the chat template
+               kind:str="generate" # the task's kind
               ) -> tuple:
-    "Where an answer of a chat task ends: a newline, or the template's end-of-turn token."
-    return ("\n", tok.convert_ids_to_tokens(end_of_turn(tok, template)))
+    """Where an answer of a chat task ends: the template's end-of-turn token, or before it a newline for a `generate`
+    task (a tool call spans lines)."""
+    eot = tok.convert_ids_to_tokens(end_of_turn(tok, template))
+    return (eot,) if kind == "tool_call" else ("\n", eot)
 
 # %% ../nbs/30_evaluate.ipynb #ev0c0005
 def chat_settings(ec, # `Config.evaluate`
@@ -176,6 +204,61 @@ def chat_settings(ec, # `Config.evaluate`
     gen = lambda name: yaml.safe_load((task_dir/f"{name}.yaml").read_text())["generation_kwargs"]
     return {lt.name: dict(chat_template=f"{task_dir.parent.name}/{task_dir.name}/chat_template.jinja", num_fewshot=0,
                           **gen(lt.name)) for lt in ec.local_tasks if lt.chat}
+
+# %% ../nbs/30_evaluate.ipynb #tc000004
+def tool_call_match(references:list[str], # the right call's JSON text, {name, arguments}: one (lm-eval scores each question alone)
+                    predictions:list[str], # the model's answer: one
+                    **kwargs # the metric's other settings in the task YAML (none)
+                   ) -> float:
+    "1.0 when the answer holds exactly one tool call (`parse_tool_calls`), of the right name and with the same arguments as JSON; else 0.0."
+    right = json.loads(references[0])
+    try: calls = parse_tool_calls(predictions[0])
+    except ValueError: return 0.0  # a call in Gemma's form whose arguments are no JSON: no call
+    as_json = lambda args: json.dumps(args, sort_keys=True, ensure_ascii=False)
+    return float(len(calls) == 1 and calls[0][0] == right["name"] and as_json(calls[0][1]) == as_json(right["arguments"]))
+
+def register_tool_call_metric():
+    "`tool_call_match` registered as lm-eval's metric `TOOL_METRIC['metric']`, averaged over the questions; once per process."
+    from lm_eval.api import metrics  # lm-eval's own metrics first: its registry imports them only while it is empty
+    from lm_eval.api.registry import metric_registry, register_metric
+    if TOOL_METRIC["metric"] not in metric_registry: register_metric(**TOOL_METRIC)(tool_call_match)
+
+# %% ../nbs/30_evaluate.ipynb #tc000007
+def check_writes_tools(name:str, # the task's name
+                       tok, # the tokenizer
+                       template:str, # the run's chat template
+                       rec:dict # a checked tool_call record
+                      ):
+    "A `ConfigError` naming task `name` when `template` renders `rec`'s question alike with its tools and without."
+    ask = [{"role": "user", "content": rec["question"]}]
+    render = lambda tools: tok.apply_chat_template(ask, tools=tools, chat_template=template, tokenize=False,
+                                                   add_generation_prompt=True)
+    if render(rec["tools"]) == render(None):
+        raise ConfigError(f"evaluate.local_tasks: {name} is a tool_call task, but the chat template writes no tools, so the "
+                          "model would never see them: set tokenize.chat_template to one that does (llm_nb.chat.writes_tools)")
+
+# %% ../nbs/30_evaluate.ipynb #tc000010
+CALL_SLACK = 16  # tokens a call's answer may take beyond its JSON: the template's tags and spacing around it
+
+def call_tokens(records:list[dict], # checked tool_call records
+                tok # the tokenizer
+               ) -> int:
+    "The tokens a tool_call task's answers may take: the longest right call's JSON in `tok`'s tokens, and `CALL_SLACK`."
+    return CALL_SLACK + max(len(tok.encode(json.dumps(r["answer"], ensure_ascii=False), add_special_tokens=False))
+                            for r in records)
+
+def write_chat_task(records:list[dict], # checked records of a chat task
+                    lt, # its `LocalTask`
+                    tok, # the tokenizer
+                    template:str, # the run's chat template
+                    out:Path # the folder of task files
+                   ) -> Path:
+    """`write_task` of a chat task: its questions asked through `template` (a tool_call task's with their tools, which
+    the template must write), each answer ending where `chat_until` says, a call within `call_tokens`."""
+    calls = lt.kind == "tool_call"
+    if calls: check_writes_tools(lt.name, tok, template, records[0])
+    return write_task(chat_questions(records, tok, template), lt.name, lt.kind, out, "", chat_until(tok, template, lt.kind),
+                      call_tokens(records, tok) if calls else MAX_GEN_TOKS)
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c010
 def order_windows(blocks:list[list[int]], # held-out blocks of token ids
@@ -379,6 +462,7 @@ def lm_eval_scores(model, # "hf" (with `model_args`) or an lm-eval `LM` instance
                   ) -> tuple[dict, dict]:
     "(`task_scores`, `task_items`) of lm-eval's `simple_evaluate` on `tasks`, one call per few-shot count."
     from lm_eval import simple_evaluate
+    register_tool_call_metric()  # before any task loads: a tool_call task's YAML names it
     tm, scores, items = task_manager(task_dir), {}, {}
     for shots in dict.fromkeys(tasks.values()):
         names = [t for t, s in tasks.items() if s == shots]
@@ -465,7 +549,7 @@ def write_stage_tasks(cfg, # the run's config
     template = chat_template(tok, cfg.tokenize.chat_template, cfg.tokenize.chat_template_options) if any(lt.chat for lt in ec.local_tasks) else None
     for lt in ec.local_tasks:
         recs = read_task_file(run.path(lt.path), lt.kind)
-        if lt.chat: write_task(chat_questions(recs, tok, template), lt.name, lt.kind, out, "", chat_until(tok, template))
+        if lt.chat: write_chat_task(recs, lt, tok, template, out)
         else: write_task(recs, lt.name, lt.kind, out, lt.delimiter)
     if template: (out/"chat_template.jinja").write_text(template)
     if ec.order_questions:

@@ -12,10 +12,10 @@ from .chat import (FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, parse_too
                          shipped_template, template_messages, unbind)
 
 # %% auto #0
-__all__ = ['ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'WEATHER', 'TOOLS', 'TOOL_CHAT', 'Family',
-           'vocab_file', 'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer', 'vocab_cases',
-           'vocab_agreement', 'tiny_family_model', 'mask_check', 'served_prefix', 'tool_mask_check', 'missing_targets',
-           'family_of', 'template_source', 'converter_archs']
+__all__ = ['LLAMA_31_NAMES', 'ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'WEATHER', 'TOOLS',
+           'TOOL_CHAT', 'Family', 'vocab_file', 'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer',
+           'vocab_cases', 'vocab_agreement', 'tiny_family_model', 'mask_check', 'served_prefix', 'tool_mask_check',
+           'missing_targets', 'family_of', 'template_source', 'converter_archs']
 
 # %% ../nbs/09_families.ipynb #fa000007
 @dataclass(frozen=True)
@@ -34,13 +34,15 @@ class Family:
     add_bos: bool = False  # the release's tokenizer puts BOS before a text it encodes
     tool_parser: str|None = None  # vLLM's `--tool-call-parser` for the calls its template writes (None: it writes none)
     reasoning_parser: str|None = None  # vLLM's `--reasoning-parser` for the reasoning its template writes
+    names: dict = field(default_factory=dict)  # {id: name} of tokens the release names otherwise than the vocabulary file
 
+LLAMA_31_NAMES = {128004: "<|finetune_right_pad_id|>", 128008: "<|eom_id|>", 128010: "<|python_tag|>"}  # reserved in 3.0
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 QWEN = dict(vocab="qwen2", eot="<|im_end|>", eos="<|im_end|>", stops=("<|im_end|>", "<|endoftext|>"), pad="<|endoftext|>")
 FAMILIES = {
     "llama-3": Family("LlamaForCausalLM", "llama-bpe", "llama-3", "<|eot_id|>", "<|eot_id|>",
-                      ("<|end_of_text|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True, tool_parser="llama3_json",
-                      config=dict(rope_theta=500000.0, tie_word_embeddings=False)),
+                      ("<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True,
+                      tool_parser="llama3_json", names=LLAMA_31_NAMES, config=dict(rope_theta=500000.0, tie_word_embeddings=False)),
     "qwen2.5": Family("Qwen2ForCausalLM", template="qwen2.5", lora=ALL_LINEAR, **QWEN, tool_parser="hermes",
                       config=dict(tie_word_embeddings=False)),
     "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, tool_parser="hermes", reasoning_parser="qwen3",
@@ -83,6 +85,7 @@ def _convert_vocab(path:Path, # a vocabulary GGUF
     from transformers import PreTrainedTokenizerFast
     from transformers.integrations.gguf import convert_gguf_tokenizer, get_gguf_tokenizer
     arch, vocab, conf = get_gguf_tokenizer(str(path))
+    for i, name in f.names.items(): vocab["tokens"][i] = name  # the release's names for the file's reserved tokens
     backend, extra = convert_gguf_tokenizer(arch, vocab)
     spec = json.loads(backend.to_str())  # the byte-level builder adds GPT-2's <|endoftext|> where the file lacks it
     spec["added_tokens"] = [t for t in spec["added_tokens"] if t["id"] < len(vocab["tokens"])]
@@ -121,7 +124,7 @@ def family_tokenizer(name:str # a key of `FAMILIES`
     from transformers import AutoTokenizer
     f = FAMILIES[name]
     template = named_template(f.template)
-    made_of = (f.vocab, f.eos, f.bos, f.pad, f.add_bos, template)  # what the conversion reads (not the class, parsers, ...)
+    made_of = (f.vocab, f.eos, f.bos, f.pad, f.add_bos, sorted(f.names.items()), template)  # what the conversion reads (not the class, parsers, ...)
     key = hashlib.sha256(f"{CONVERSION} {made_of!r}".encode()).hexdigest()[:8]  # any of it changed: converted anew
     folder = cache_dir()/"families"/f"{name}-{LLAMA_CPP_VERSION}-{key}"
     if not (folder/"tokenizer_config.json").exists():

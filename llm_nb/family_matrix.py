@@ -10,7 +10,7 @@ import numpy as np
 from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
                              tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
-from .serve import Server, free_port, llama_server_bin
+from .serve import Server, free_port, llama_server_bin, why_failed
 from .chat import TEMPLATE_OPTIONS, render_chats, writes_tools
 from .bench import answer_scores, ask_chat
 from .config import ModelCfg
@@ -46,7 +46,7 @@ class Row:
         t0 = time.monotonic()
         try: self.cells[name] = "✅ " + str(fn())
         except NotApplicable as e: self.cells[name] = f"{NA} {e}"
-        except Exception as e: self.cells[name] = "❌ " + (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        except Exception as e: self.cells[name] = "❌ " + why_failed(e, 160)
         self.seconds[name] = round(time.monotonic() - t0, 1)
 
     @property
@@ -105,10 +105,12 @@ def train_lora(model, # the family's tiny model
 
 # %% ../nbs/93_family_matrix.ipynb #fm000010
 def gguf_vocab_diff(gguf_file:Path, # a GGUF the converter wrote
-                    vocab:Path # llama.cpp's vocabulary file of the family
+                    vocab:Path, # llama.cpp's vocabulary file of the family
+                    names:dict|None=None # the release's names of the file's reserved tokens (`Family.names`): {id: name}
                    ) -> list[str]:
-    "Where the GGUF's vocabulary differs from llama.cpp's file (padding tokens' type aside): empty when it does not."
+    "Where the GGUF's vocabulary differs from llama.cpp's file, `names` given (padding tokens' type aside): empty when it does not."
     a, b = gguf_tokenizer_fields(gguf_file), gguf_tokenizer_fields(vocab)
+    b["tokens"] = [(names or {}).get(i, t) for i, t in enumerate(b["tokens"])]
     out = [k for k in ("model", "pre", "tokens", "merges") if a.get(k) != b.get(k)]
     pad = lambda t: t.startswith("[PAD") and t.endswith("]")
     types = [i for i, (x, y, t) in enumerate(zip(a["token_type"], b["token_type"], b["tokens"])) if x != y and not pad(t)]
@@ -217,7 +219,7 @@ def family_row(name:str, # a key of `FAMILIES`
         return f"stops {stops}"
     def gguf():
         g = convert_to_gguf(merged, gguf_f16, "f16")
-        if diff := gguf_vocab_diff(g, vocab_file(name)): raise ValueError(f"vocabulary differs from llama.cpp's: {'; '.join(diff)}")
+        if diff := gguf_vocab_diff(g, vocab_file(name), f.names): raise ValueError(f"vocabulary differs from llama.cpp's: {'; '.join(diff)}")
         row.facts["gguf_arch"] = _gguf_arch(g)
         return f"{row.facts['gguf_arch']}, vocabulary = llama.cpp's"
     def q8(): return f"{quantize_gguf(gguf_f16, gguf_q8, 'q8_0').stat().st_size / 2**20:.0f} MiB"

@@ -11,14 +11,14 @@ import torch
 from .config import ConfigError, DeepSpeedCfg, expand
 from .run import Run, Stage, read_json
 from .env import peft_quietly, resolve_loading
-from .chat import CHATML
+from .chat import CHATML, call_text
 from .families import missing_targets, tiny_family_model
 from .records import decode_turns
 
 # %% auto #0
-__all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECIAL_IDS', 'META_PIECES', 'SP_OPTIONS',
-           'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES', 'GIB',
-           'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes',
+__all__ = ['CHAT_TOKENS', 'TOOL_TOKENS', 'TINY_CHAT_TEMPLATE', 'SPECIAL_IDS', 'LLAMA_TOKENIZER_CONFIG', 'META_PIECES',
+           'SP_OPTIONS', 'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES',
+           'GIB', 'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes',
            'build_tiny_model', 'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
            'lora_settings', 'preset_table', 'add_lora', 'whole_modules', 'lora_counts', 'lora_line',
            'model_state_bytes', 'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes',
@@ -26,11 +26,14 @@ __all__ = ['CHAT_TOKENS', 'TINY_CHAT_TEMPLATE', 'LLAMA_TOKENIZER_CONFIG', 'SPECI
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
+TOOL_TOKENS = ("<tool_call>", "</tool_call>")  # ChatML's tool-call tags: a piece each, not special (as Qwen2.5's)
 TINY_CHAT_TEMPLATE = "{{ bos_token }}" + CHATML  # the tiny model's chat format: ChatML after Llama's <s>
+SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
+_TOOL_IDS = {str(len(SPECIAL_IDS) + len(CHAT_TOKENS) + i): dict(content=t, special=False, normalized=False, lstrip=False,
+             rstrip=False, single_word=False) for i, t in enumerate(TOOL_TOKENS)}  # transformers' conversion drops them
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                               pad_token="<pad>", add_bos_token=True, add_eos_token=False, add_prefix_space=False,
                               extra_special_tokens=list(CHAT_TOKENS), chat_template=TINY_CHAT_TEMPLATE)
-SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
 META_PIECES = len(SPECIAL_IDS) + len(CHAT_TOKENS) + 256  # pieces besides characters and merges: specials, chat, bytes
 SP_OPTIONS = dict(model_type="bpe",
                   byte_fallback=True,  # a character without a piece is encoded as its UTF-8 bytes
@@ -41,11 +44,11 @@ SP_OPTIONS = dict(model_type="bpe",
                   num_threads=2,  # the demo machine's cores
                   minloglevel=2)  # SentencePiece's warnings and errors only
 
-def _sp_train(texts:list[str], out_dir:Path, vocab_size:int, coverage:float) -> int|None:
+def _sp_train(texts:list[str], out_dir:Path, vocab_size:int, coverage:float, symbols:list=CHAT_TOKENS) -> int|None:
     "Train SentencePiece into `out_dir`; None when done, else the vocabulary size it says the characters need."
     import sentencepiece as spm
     try: spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(out_dir/"tokenizer"),
-                                        vocab_size=vocab_size, character_coverage=coverage, user_defined_symbols=list(CHAT_TOKENS),
+                                        vocab_size=vocab_size, character_coverage=coverage, user_defined_symbols=list(symbols),
                                         **SP_OPTIONS, **SPECIAL_IDS)
     except RuntimeError as e:
         m = re.search(r"Vocabulary size is smaller than required_chars\. \d+ vs (\d+)", str(e))
@@ -63,20 +66,21 @@ def coverage_within(texts:list[str], # the training texts
     return math.floor(sum(freq[:max(n_chars, 0)]) / sum(freq) * 1e4) / 1e4
 
 # %% ../nbs/20_model.ipynb #c7e1a007
-def _vocab_advice(texts:list[str], vocab_size:int, coverage:float, need:int) -> str:
-    "The message for a vocabulary too small for the characters `coverage` keeps."
-    cov = coverage_within(texts, vocab_size - META_PIECES)
+def _vocab_advice(texts:list[str], vocab_size:int, coverage:float, need:int, meta:int=META_PIECES) -> str:
+    "The message for a vocabulary too small for the characters `coverage` keeps (`meta`: the pieces besides characters)."
+    cov = coverage_within(texts, vocab_size - meta)
     alt = (f", or model.tiny.character_coverage <= {cov}" if cov >= SP_MIN_COVERAGE else
            f" (a character_coverage that fits would be {cov}, below SentencePiece's minimum {SP_MIN_COVERAGE})")
     return (f"model.tiny.vocab_size={vocab_size} is smaller than the {need} pieces model.tiny.character_coverage="
-            f"{coverage} needs on this corpus ({need - META_PIECES} characters + {META_PIECES} special and byte "
+            f"{coverage} needs on this corpus ({need - meta} characters + {meta} special and byte "
             f"pieces): set model.tiny.vocab_size >= {need}" + alt)
 
 def train_tokenizer(texts, # iterable of strings
                     out_dir:Path, # folder for the tokenizer files
                     vocab_size:int=1000, # pieces asked for (fewer on a small corpus, more with `grow` on a CJK one)
                     character_coverage:float=0.9995, # share of the text whose characters get pieces of their own
-                    grow:bool=True # take the vocabulary the covered characters need when it exceeds `vocab_size`
+                    grow:bool=True, # take the vocabulary the covered characters need when it exceeds `vocab_size`
+                    tool_tags:bool=False # ChatML's tool-call tags get pieces of their own (a corpus that calls tools)
                    ):
     "Train a SentencePiece tokenizer on `texts`, save it in `out_dir`, return it loaded by `AutoTokenizer`."
     from transformers import AutoTokenizer
@@ -84,11 +88,14 @@ def train_tokenizer(texts, # iterable of strings
         raise ConfigError(f"model.tiny.character_coverage={character_coverage}: SentencePiece takes 0.98 to 1")
     texts, out_dir = list(texts), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    need = _sp_train(texts, out_dir, vocab_size, character_coverage)
-    if need is not None and grow: need = _sp_train(texts, out_dir, need, character_coverage)
-    if need is not None: raise ConfigError(_vocab_advice(texts, vocab_size, character_coverage, need))
+    symbols = [*CHAT_TOKENS, *TOOL_TOKENS] if tool_tags else list(CHAT_TOKENS)
+    need = _sp_train(texts, out_dir, vocab_size, character_coverage, symbols)
+    if need is not None and grow: need = _sp_train(texts, out_dir, need, character_coverage, symbols)
+    if need is not None:
+        raise ConfigError(_vocab_advice(texts, vocab_size, character_coverage, need, META_PIECES + len(symbols) - len(CHAT_TOKENS)))
     (out_dir/"tokenizer.vocab").unlink(missing_ok=True)
-    (out_dir/"tokenizer_config.json").write_text(json.dumps(LLAMA_TOKENIZER_CONFIG, indent=2))
+    conf = LLAMA_TOKENIZER_CONFIG | (dict(added_tokens_decoder=_TOOL_IDS) if tool_tags else {})
+    (out_dir/"tokenizer_config.json").write_text(json.dumps(conf, indent=2))
     return AutoTokenizer.from_pretrained(out_dir)
 
 # %% ../nbs/20_model.ipynb #00d75c98
@@ -140,14 +147,15 @@ def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
                      out_dir:Path, # folder the checkpoint is saved in
                      tcfg, # `Config.model.tiny`: family, vocabulary size, character coverage and shape
                      seed:int=0, # seed of the random weights
-                     pretrain_texts:list[str]|None=None # what `tcfg.pretrain_steps` train it on (default: `texts`)
+                     pretrain_texts:list[str]|None=None, # what `tcfg.pretrain_steps` train it on (default: `texts`)
+                     tool_tags:bool=False # the corpus calls tools: ChatML's tool-call tags get pieces of their own
                     ) -> Path:
     """Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a hub
     checkpoint; with `tcfg.family`, that family's class with its real tokenizer and template instead (`_tiny_family`)."""
     from transformers import LlamaForCausalLM
     out_dir, pretrain_texts = Path(out_dir), texts if pretrain_texts is None else pretrain_texts
     if tcfg.family: return _tiny_family(out_dir, tcfg, seed, pretrain_texts)
-    tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage)
+    tok = train_tokenizer(texts, out_dir/"_sp", tcfg.vocab_size, tcfg.character_coverage, tool_tags=tool_tags)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tcfg, len(tok)))
     # generation stops at </s> (plain text) and at <|im_end|> (an answer)
@@ -449,17 +457,29 @@ def _lora_info(conf, cfg) -> dict:
                 memory_gib=launch_memory(conf, n, cfg))
 
 # %% ../nbs/20_model.ipynb #5ae63268
+def _tool_json(meta:str|None # a record's `meta` (JSON): its `tools` and `turn_extras`, where it has them
+              ) -> list[str]:
+    "The JSON ChatML writes for a conversation's tools (Jinja's `tojson`: `json.dumps`) and calls (`call_text`), one text each."
+    if not meta or ('"tools"' not in meta and '"turn_extras"' not in meta): return []
+    m = json.loads(meta)
+    calls = [c.get("function", c) for x in (m.get("turn_extras") or {}).values() for c in x.get("tool_calls") or []]
+    return [json.dumps(x, ensure_ascii=False) for x in m.get("tools") or []] + [call_text(f["name"], f.get("arguments"))
+                                                                                for f in calls]
+
 def _clean_texts(src:Path, # the clean stage's parquet file
                  pretraining:bool=False # the plain texts must hold some (`model.tiny.pretrain_steps`)
                 ) -> tuple[list[str], list[str]]:
-    """The clean stage's texts, read once: all of them (a conversation as its turns, one per line) and the plain
-    ones (not conversations: what pretraining reads). A ConfigError when there is no text, or no plain text to pretrain on."""
+    """The clean stage's texts, read once: all of them (a conversation as its turns, one per line, and the JSON of its
+    tools and calls) and the plain ones (not conversations: what pretraining reads). A ConfigError when there is no
+    text, or no plain text to pretrain on."""
     import pyarrow.parquet as pq
+    table = pq.read_table(src, columns=[c for c in ("text", "meta") if c in pq.read_schema(src).names])
+    metas = table.column("meta").to_pylist() if "meta" in table.column_names else [None] * table.num_rows
     texts, plain = [], []
-    for t in pq.read_table(src, columns=["text"]).column("text").to_pylist():
+    for t, meta in zip(table.column("text").to_pylist(), metas):
         turns = decode_turns(t)
         if turns is None: plain.append(t)
-        texts.append(t if turns is None else "\n".join(x["content"] for x in turns))
+        texts.append(t if turns is None else "\n".join([x["content"] for x in turns] + _tool_json(meta)))
     if not any(texts): raise ConfigError(f"model: {src} holds no text to build the tiny model from: cleaning "
                                          f"rejected every record (see {src.parent/'stats.json'}, e.g. too_long: "
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
@@ -467,6 +487,13 @@ def _clean_texts(src:Path, # the clean stage's parquet file
         raise ConfigError(f"model.tiny.pretrain_steps: {src} holds no plain text to pretrain the tiny model on (its "
                           "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, or add a source of plain text")
     return texts, plain
+
+def _calls_tools(src:Path # the clean stage's parquet file
+                ) -> bool:
+    "Whether a conversation in `src` calls tools (its meta holds tools or calls): the tiny tokenizer then has the tags."
+    import pyarrow.parquet as pq
+    if "meta" not in pq.read_schema(src).names: return False
+    return any(_tool_json(m) for m in pq.read_table(src, columns=["meta"]).column("meta").to_pylist())
 
 def local_model(cfg) -> list[str]:
     "`model.name_or_path` when it is a folder here (an input of the stage), else nothing (a hub id, or tiny)."
@@ -483,7 +510,7 @@ def run_model(cfg, run) -> dict:
     src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
     if tiny:  # pretraining reads the plain texts, not the conversations
         texts, plain = _clean_texts(src, pretraining=bool(mc.tiny.pretrain_steps))
-        path = str(build_tiny_model(texts, out/"base", mc.tiny, cfg.run.seed, plain))
+        path = str(build_tiny_model(texts, out/"base", mc.tiny, cfg.run.seed, plain, _calls_tools(src)))
     else: path = mc.name_or_path
     conf = _model_config(path, mc)
     info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move

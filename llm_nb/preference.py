@@ -53,8 +53,12 @@ def stored_conversations(src:Path # clean/clean.parquet
 # %% ../nbs/26_preference.ipynb #pr0000d1
 def demo_pairs() -> dict:
     """The demo's preference run as config overrides: 300 pairs about style to tune on and 40 held out (ingested as a
-    source, the held-out ones read from their file), the SFT data 30 % labelled, DPO for 60 steps at 5e-4, beta 0.1."""
-    return {"synth.n_preference_pairs": 300, "synth.n_heldout_pairs": 40, "synth.styled_answers": 0.3,
+    source, the held-out ones read from their file), the SFT data 30 % labelled, DPO for 60 steps at 5e-4, beta 0.1;
+    its SFT as its claims were measured on: the demo without tool calls (200 steps at 128 tokens)."""
+    no_tools = {"synth.n_tool_instructions": 0, "synth.n_heldout_tool_calls": 0, "train.max_steps": 200,
+                "tokenize.max_length": 128, "evaluate.local_tasks": [t.model_dump() for t in demo_config().evaluate.local_tasks
+                                                                    if t.kind != "tool_call"]}
+    return no_tools | {"synth.n_preference_pairs": 300, "synth.n_heldout_pairs": 40, "synth.styled_answers": 0.3,
             "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources]
                               + [{"name": "preferences", "path": "{run}/synth/chat/preference.jsonl"}],
             "preference.heldout": "{run}/synth/chat/preference_heldout.jsonl", "preference.method": "dpo",

@@ -4,7 +4,7 @@
 
 # %% ../nbs/41_serve.ipynb #48bab32d
 from __future__ import annotations
-import ast, importlib.util, json, os, signal, socket, subprocess, sys, time
+import ast, importlib.util, json, os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
 from .env import cache_dir, cuda_available
@@ -12,15 +12,16 @@ from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
 from .export import SPLIT_DIR, llama_threads, llama_tool
-from .chat import shipped_name
+from .chat import shipped_name, unbind
 from .families import FAMILIES
 
 # %% auto #0
-__all__ = ['VLLM_CPU_VERSION', 'LLAMA_REASONING_FORMAT', 'VLLM_PARSER_TABLES', 'VLLM_LORA_RANKS', 'HEALTH_POLL', 'HEALTH_TIMEOUT',
-           'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_bin', 'llama_server_cmd',
-           'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template', 'served_parsers',
-           'parser_flags', 'vllm_cmd', 'Server', 'lora_rank', 'lora_gguf_skipped', 'vllm_lora', 'server_api_key',
-           'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
+__all__ = ['VLLM_CPU_VERSION', 'LLAMA_REASONING_FORMAT', 'VLLM_PARSER_TABLES', 'HERMES_TAGS', 'VLLM_LORA_RANKS', 'HEALTH_POLL',
+           'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_bin',
+           'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template',
+           'bound_options', 'served_parsers', 'parser_flags', 'vllm_cmd', 'Server', 'why_failed', 'lora_rank',
+           'lora_gguf_skipped', 'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files',
+           'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -108,17 +109,28 @@ def folder_template(folder # a model or tokenizer folder (anything else: no temp
     t = json.loads((p/"tokenizer_config.json").read_text()).get("chat_template") if (p/"tokenizer_config.json").is_file() else None
     return next((x["template"] for x in t if x.get("name") == "default"), None) if isinstance(t, list) else t
 
+HERMES_TAGS = ("<tool_call>", "</tool_call>")  # how a template writes a call in Hermes' form (Qwen's, ChatML's here)
+
+def bound_options(template:str|None # a chat template
+                 ) -> dict:
+    "The options bound at the top of `template` (`llm_nb.chat.bind_options`), as values: {'enable_thinking': False}."
+    return {k: None if v == "none" else json.loads(v) for k, v in unbind(template or "")[0].items()}
+
 def served_parsers(template:str|None # the served chat template
                   ) -> dict:
-    "{'tool_call_parser': ..., 'reasoning_parser': ...} of the family whose template `template` is; {} for none's."
+    """{'tool_call_parser', 'reasoning_parser'} of the family whose template `template` is (`hermes` for one of no family
+    that writes Hermes' tags), and the template's bound options as `chat_template_kwargs`, which parsers read; {} for none."""
     f = next((f for f in FAMILIES.values() if f.template == shipped_name(template)), None)
-    return {k: v for k, v in (("tool_call_parser", f and f.tool_parser), ("reasoning_parser", f and f.reasoning_parser)) if v}
+    hermes = "hermes" if f is None and template and all(t in template for t in HERMES_TAGS) else None
+    out = {k: v for k, v in (("tool_call_parser", f and f.tool_parser or hermes), ("reasoning_parser", f and f.reasoning_parser)) if v}
+    return out | (dict(chat_template_kwargs=bound_options(template)) if out and bound_options(template) else {})
 
 def parser_flags(parsers:dict # from `served_parsers`
                 ) -> list[str]:
-    "vLLM's flags that parse tool calls and reasoning with `parsers`."
+    "vLLM's flags that parse tool calls and reasoning with `parsers`, and tell them the template's bound options."
     return ((["--enable-auto-tool-choice", "--tool-call-parser", parsers["tool_call_parser"]] if "tool_call_parser" in parsers else [])
-            + (["--reasoning-parser", parsers["reasoning_parser"]] if "reasoning_parser" in parsers else []))
+            + (["--reasoning-parser", parsers["reasoning_parser"]] if "reasoning_parser" in parsers else [])
+            + (["--default-chat-template-kwargs", json.dumps(parsers["chat_template_kwargs"])] if "chat_template_kwargs" in parsers else []))
 
 # %% ../nbs/41_serve.ipynb #3407b2f1
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for --max-lora-rank
@@ -221,6 +233,17 @@ class Server:
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.stop()
+
+# %% ../nbs/41_serve.ipynb #sv58why2
+_ERROR_LINE = re.compile(r"\b\w*(Error|Exception)\b")
+
+def why_failed(e:BaseException, # what was raised
+               width:int=200 # characters at most
+              ) -> str:
+    "One line saying why: a failed start's (`Server.start`: the log tail's last line naming an error), else the message's first."
+    lines = [l.strip() for l in str(e).splitlines() if l.strip()] or [type(e).__name__]
+    errors = [l for l in lines[1:] if _ERROR_LINE.search(l)] if "log tail:" in lines[0] else []
+    return (errors or lines)[-1 if errors else 0][:width]
 
 # %% ../nbs/41_serve.ipynb #5b2d6ea7
 ENGINES = {"llama_server": dict(health="/health", key_env="LLAMA_API_KEY"),

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_synth.ipynb #afa51177
 from __future__ import annotations
-import contextlib, datetime as dt, json, random, re
+import contextlib, datetime as dt, inspect, json, random, re
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -16,12 +16,13 @@ __all__ = ['ZH_PRODUCTS', 'ZH_OPINIONS', 'ZH_ENDINGS', 'EN_PRODUCTS', 'EN_OPINIO
            'MED_ADVICE', 'HELD', 'SENSITIVE_WORDS', 'ZH_PLAIN', 'EN_PLAIN', 'KINDS', 'KIND_WEIGHTS', 'ID_WEIGHTS',
            'ID_CHECK_CHARS', 'ID_AREA', 'FIXED_DATE', 'HANDBOOK', 'HANDBOOK_PAGES', 'PII_LABELS', 'PII_SUFFIX',
            'SYMPTOMS', 'SECOND_ERRORS', 'ASK', 'ASKED', 'SYSTEM', 'FOLLOW_UP', 'WITH_SYSTEM', 'MULTI_TURN', 'LABELS',
-           'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'STYLE_PAIRS', 'REFORMAT', 'SYNTH', 'id_check_char', 'fake_pii',
-           'space_variant', 'near_variant', 'Draft', 'Plant', 'make_records', 'scan_image', 'sample_pdf', 'sample_docx',
-           'handbook_pages', 'pii_kind', 'entity_spans', 'doccano_export', 'second_annotator', 'write_doccano_demo',
-           'instruction', 'labelled', 'conversation', 'make_instructions', 'write_chat_files', 'write_instructions',
-           'rejected_answer', 'preference_pair', 'make_preferences', 'contaminated_copies', 'write_preferences',
-           'run_synth']
+           'STOCK_TOOL', 'ASK_STOCK', 'STOCK', 'TOOL_KIND_WEIGHTS', 'LIST_MISTAKES', 'PAIR_KIND_WEIGHTS', 'STYLE_PAIRS',
+           'REFORMAT', 'SYNTH', 'id_check_char', 'fake_pii', 'space_variant', 'near_variant', 'Draft', 'Plant',
+           'make_records', 'scan_image', 'sample_pdf', 'sample_docx', 'handbook_pages', 'pii_kind', 'entity_spans',
+           'doccano_export', 'second_annotator', 'write_doccano_demo', 'instruction', 'labelled', 'conversation',
+           'make_instructions', 'tool_conversation', 'tool_question', 'make_tool_instructions', 'write_chat_files',
+           'write_instructions', 'rejected_answer', 'preference_pair', 'make_preferences', 'contaminated_copies',
+           'write_preferences', 'run_synth']
 
 # %% ../nbs/03_synth.ipynb #f8f78595
 ZH_PRODUCTS = ["手机", "耳机", "键盘", "台灯", "电饭煲", "保温杯", "运动鞋", "洗发水",
@@ -180,6 +181,14 @@ def _copies(recs:list[dict], # the distinct records, planted suffixes included
     return extra, origin
 
 # %% ../nbs/03_synth.ipynb #ad9e7112
+def _scatter(items:list, # kept in their order
+             extra:list, # each put at a random place among them, in turn
+             r:random.Random) -> list:
+    "`items` with each of `extra` inserted at a random place."
+    out = list(items)
+    for x in extra: out.insert(r.randrange(len(out) + 1), x)
+    return out
+
 def _raw_lines(recs:list[dict], # every valid record, distinct and copies
                n_bad_json:int, n_bad_utf8:int, n_blank:int, # broken lines to insert
                r:random.Random) -> list[bytes]:
@@ -189,8 +198,7 @@ def _raw_lines(recs:list[dict], # every valid record, distinct and copies
     bad = [b'{"id": "bad_json_%d", "text": "unterminated' % j for j in range(n_bad_json)]
     bad += [b'{"id": "bad_utf8_%d", "text": "\xff\xfe broken \xc3\x28"}' % j for j in range(n_bad_utf8)]
     bad += [b""] * n_blank
-    for b in bad: lines.insert(r.randrange(len(lines) + 1), b)
-    return lines
+    return _scatter(lines, bad, r)
 
 # %% ../nbs/03_synth.ipynb #ade8be1d
 def _planted_truth(plants:list[Plant], # what each distinct record carries
@@ -490,6 +498,42 @@ def make_instructions(n:int, # training conversations
     style = random.Random(f"styles-{seed}")  # the conversations above stay the same whatever the share
     return [conversation(d, r, style.random() < styled) for d in drafts], held
 
+# %% ../nbs/03_synth.ipynb #st000002
+STOCK_TOOL = {"type": "function", "function": {"name": "check_stock", "description": "查库存",
+              "parameters": {"type": "object", "properties": {"product": {"type": "string"}}, "required": ["product"]}}}
+ASK_STOCK = {"review_zh": "{text}\n\n这个商品还有货吗？", "review_en": "{text}\n\nIs this product in stock?"}
+STOCK = {"review_zh": (("{}：有货", "有货。"), ("{}：缺货", "暂时缺货。")),  # per kind: (the tool's result, the answer)
+         "review_en": (("{}: in stock", "In stock."), ("{}: out of stock", "Out of stock."))}  # in stock, then not
+TOOL_KIND_WEIGHTS = [5, 3, 0]  # the records the tool conversations are about (as `KIND_WEIGHTS`): reviews only
+
+def tool_conversation(d:Draft, # the review asked about
+                      in_stock:bool # what the tool answers
+                     ) -> dict:
+    "An OpenAI `{messages, tools}` record: the review and the question, the call, the tool's result, the answer."
+    product = instruction(d.kind, d.text)[1]  # the product the review names: the plain conversation's answer
+    result, answer = STOCK[d.kind][0 if in_stock else 1]
+    call = {"name": STOCK_TOOL["function"]["name"], "arguments": {"product": product}}  # an object, as records hold them
+    msgs = [{"role": "user", "content": ASK_STOCK[d.kind].format(text=d.text)},
+            {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]},
+            {"role": "tool", "content": result.format(product)}, {"role": "assistant", "content": answer}]
+    return {"messages": msgs, "tools": [STOCK_TOOL]}
+
+def tool_question(d:Draft) -> dict:
+    "A held-out `{question, tools, answer}`: `tool_conversation`'s question and tools; its call the answer."
+    c = tool_conversation(d, True)
+    ask, call = c["messages"][:2]
+    return {"question": ask["content"], "tools": c["tools"], "answer": call["tool_calls"][0]["function"]}
+
+def make_tool_instructions(n:int, # training conversations that call the tool
+                           n_heldout:int, # held-out questions, about other reviews, in the held-out phrases
+                           seed:int=0 # the run's seed (a stream of its own: the other files' draws stay put)
+                          ) -> tuple[list[dict], list[dict]]:
+    "(tool conversations, held-out tool-call questions), each about a review of its own."
+    r = random.Random(f"tools-{seed}")
+    drafts, held = _drafts(n, r, TOOL_KIND_WEIGHTS), _drafts(n_heldout, r, TOOL_KIND_WEIGHTS, held=True)
+    assert not {d.text for d in drafts} & {d.text for d in held}, "a held-out review is trained on"
+    return [tool_conversation(d, r.random() < .5) for d in drafts], [tool_question(d) for d in held]
+
 # %% ../nbs/03_synth.ipynb #si000006
 def write_chat_files(d:Path, # the synth folder
                      files:dict # {file name: records}
@@ -501,12 +545,16 @@ def write_chat_files(d:Path, # the synth folder
     return [c/name for name in files]
 
 def write_instructions(d:Path, # the synth folder
-                       s, # `Config.synth`: n_instructions, n_heldout_instructions, styled_answers
+                       s, # `Config.synth`: n_instructions, n_heldout_instructions, styled_answers, n_tool_…
                        seed:int # the run's seed
                       ) -> list[Path]:
-    "synth/chat/train.jsonl (the conversations) and synth/chat/heldout.jsonl (the held-out questions)."
+    "synth/chat/train.jsonl (the conversations, those calling the tool mixed in), heldout.jsonl and heldout_tools.jsonl."
     train, held = make_instructions(s.n_instructions, s.n_heldout_instructions, seed, s.styled_answers)
-    return write_chat_files(d, {"train.jsonl": train, "heldout.jsonl": held})
+    files = {"train.jsonl": train, "heldout.jsonl": held}
+    if s.n_tool_instructions or s.n_heldout_tool_calls:  # off: the files as before, byte for byte
+        tools, held_tools = make_tool_instructions(s.n_tool_instructions, s.n_heldout_tool_calls, seed)
+        files |= {"train.jsonl": _scatter(train, tools, random.Random(f"tools-mix-{seed}")), "heldout_tools.jsonl": held_tools}
+    return write_chat_files(d, files)
 
 # %% ../nbs/03_synth.ipynb #sp000002
 LIST_MISTAKES = ("cut", "repeated", "other")  # wrong answers to a list question, drawn equally often
@@ -584,19 +632,18 @@ def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
     "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json` and `synth/doccano/` from `cfg.synth`."
     s = cfg.synth
     if s.n_records == 0: return {}
-    lines, truth = make_records(**s.model_dump(exclude={"n_document_pages", "n_instructions", "n_heldout_instructions",
-                                                      "n_preference_pairs", "n_heldout_pairs", "n_contaminated",
-                                                      "styled_answers"}),
-                                seed=cfg.run.seed)
+    lines, truth = make_records(**s.model_dump(include=set(inspect.signature(make_records).parameters)), seed=cfg.run.seed)
     d = run.stage_dir("synth")
     outputs = [d/"raw.jsonl", d/"truth.json"] + write_doccano_demo(d, lines, cfg.run.seed)
     if s.n_document_pages:
         pages = handbook_pages(s.n_document_pages, cfg.run.seed)
         outputs.append(sample_pdf(d/"handbook.pdf", pages))
         truth |= dict(document_pages=len(pages), document_records=sum(1 + ("table" in p) for p in pages))
-    if s.n_instructions:
+    if s.n_instructions or s.n_tool_instructions or s.n_heldout_tool_calls:
         outputs += write_instructions(d, s, cfg.run.seed)
         truth |= dict(instructions=s.n_instructions, heldout_instructions=s.n_heldout_instructions)
+    if s.n_tool_instructions or s.n_heldout_tool_calls:
+        truth |= dict(tool_instructions=s.n_tool_instructions, heldout_tool_calls=s.n_heldout_tool_calls)
     if s.n_contaminated and s.n_instructions and s.n_heldout_instructions:
         copies = contaminated_copies(d/"chat"/"heldout.jsonl", s.n_contaminated, cfg.run.seed)
         lines = lines + [json.dumps(c, ensure_ascii=False).encode() for c, _ in copies]

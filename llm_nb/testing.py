@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_testing.ipynb #e905f175
 from __future__ import annotations
-import atexit, collections, json, os, shutil, signal, socket, sys, tempfile, threading, time, urllib.parse
+import atexit, collections, json, os, re, shutil, signal, socket, sys, tempfile, threading, time, urllib.parse
 from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,8 +15,8 @@ from .env import cuda_available, peft_quietly
 # %% auto #0
 __all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'SKIPPED', 'GPU_EXPECTED', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD',
            'project_root', 'run_until', 'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn',
-           'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
-           'fake_pynvml', 'wandb_log']
+           'hermes_message', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter',
+           'CharTokenizer', 'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
@@ -49,7 +49,8 @@ def run_until(stage:str, # the stage under test: every stage before it is run
     return run
 
 # %% ../nbs/04_testing.ipynb #te-text-only2
-TEXT_ONLY = {"synth.n_instructions": 0, "synth.n_heldout_instructions": 0, "evaluate.local_tasks": [],
+TEXT_ONLY = {"synth.n_instructions": 0, "synth.n_heldout_instructions": 0, "synth.n_tool_instructions": 0,
+             "synth.n_heldout_tool_calls": 0, "evaluate.local_tasks": [],
              "ingest.sources": [s.model_dump() for s in demo_config().ingest.sources if s.name != "instructions"]}
 
 # %% ../nbs/04_testing.ipynb #te000002
@@ -143,14 +144,26 @@ class StandIn:
     def __exit__(self, *exc): self.stop()
 
 # %% ../nbs/04_testing.ipynb #3ecad5b0
+_HERMES_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)  # a call in Hermes' form
+
+def hermes_message(text:str) -> dict:
+    "The assistant message a server with a Hermes tool parser hands back for `text`: its `<tool_call>` blocks as `tool_calls` (arguments as JSON text)."
+    calls = [json.loads(m[1]) for m in _HERMES_CALL.finditer(text)]
+    if not calls: return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": _HERMES_CALL.sub("", text).strip() or None,
+            "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {
+                "name": c.get("name"), "arguments": json.dumps(c.get("arguments"), ensure_ascii=False)}} for i, c in enumerate(calls)]}
+
 def whole_answer(tokens:list[str], # the answer's tokens (as text)
                  body:dict, # the request
                  chat:bool # `/v1/chat/completions` (else `/v1/completions`)
                 ) -> dict:
-    "A non-streamed answer: the tokens that fit in `max_tokens`, and why it ended."
+    "A non-streamed answer: the tokens that fit in `max_tokens`, and why it ended (a chat's calls parsed, where it sent tools)."
     limit = int(body.get("max_tokens") or 16)
     text, finish = "".join(tokens[:limit]), "length" if len(tokens) >= limit else "stop"
-    c = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+    message = hermes_message(text) if body.get("tools") else {"role": "assistant", "content": text}
+    if "tool_calls" in message and finish == "stop": finish = "tool_calls"
+    c = {"index": 0, "message": message} if chat else {"index": 0, "text": text}
     return {"choices": [dict(c, finish_reason=finish)],
             "usage": {"completion_tokens": min(len(tokens), limit)}}
 

@@ -37,10 +37,11 @@ def test_stages_run_alone_on_own_files(tmp_path):
     assert r.returncode == 0, r.stderr
     run = tmp_path/"d"
     t = json.loads((run/"synth"/"truth.json").read_text())
-    kept = t["valid"] + t["document_records"] + t["instructions"]
+    kept = t["valid"] + t["document_records"] + t["instructions"] + t["tool_instructions"]
     bad, pages = t["bad_json"] + t["bad_utf8"], t["document_pages"]
-    # the demo's 680 good lines and 4 contaminated, the handbook's 3 pages and table, 300 conversations; 5 broken lines
-    assert (kept, bad, pages) == (988, 5, 3)
+    # the demo's 680 good lines and 4 contaminated, the handbook's 3 pages and table, 300 conversations and 120 that
+    # call a tool; 5 broken lines
+    assert (kept, bad, pages) == (1108, 5, 3)
     assert (f"records read {kept + bad} = kept {kept} + quarantined {bad}, document pages {pages} = text {pages} + ocr 0"
             f" + blank 0 + dead 0 -> OK ({t['blank']} blank lines") in r.stdout
     rep = json.loads((run/"report.json").read_text())

@@ -13,9 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ["-m", "llm_nb.cli", "run", "c.yaml", "--stages", "train"]
 
 
-@pytest.mark.parametrize("nnodes, nproc", [(1, 2), (2, 1)])
-def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes, nproc):
-    "`nnodes` x `nproc` CPU processes: torchrun (gloo) under srun, by `sbatch --wait`; 2 ranks train, rank 0 writes."
+def check_two_ranks(out:str, run_dir:Path, nnodes:int, nproc:int, steps:int):
+    "A job's Slurm output `out` and its run folder say: world size 2 over `nnodes` x `nproc`, `steps` trained, rank 0 wrote."
+    assert f"{nnodes} node(s) x {nproc} process(es) = world size 2" in out
+    assert out.count(f"train: {steps} steps") == 1 and out.count("pipeline: ran train, skipped 0 of 1 in") == 1
+    assert (run_dir/"train"/"adapter"/"adapter_config.json").exists()
+    train = json.loads((run_dir/"report.json").read_text())["stages"]["train"]
+    assert (train["world_size"], train["steps"]) == (2, steps)
+
+
+def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes=2, nproc=1):
+    """2 nodes x 1 CPU process: torchrun (gloo) under srun, by `sbatch --wait`; 2 ranks train, rank 0 writes (1 node x 2
+    processes: the preemption test's uninterrupted job)."""
     run = run_until("train", **{"train.max_steps": 4, "train.logging_steps": 2, "launch.nnodes": nnodes,
                                 "launch.nproc_per_node": nproc, "launch.slurm.cpus_per_task": nproc,
                                 "launch.slurm.time": "00:15:00", "launch.master_port": 29517})
@@ -27,14 +36,10 @@ def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes, nproc):
     job_s = time.perf_counter() - t0
     job = r.stdout.strip().split(";")[0]
     log = run.dir/"logs"/f"slurm-{job}.out"
-    out = log.read_text() if log.exists() else "(no Slurm output file)"
+    out = log.read_text(errors="replace") if log.exists() else "(no Slurm output file)"  # two ranks write it at once
     print(f"sbatch --wait: job {job} exit {r.returncode} in {job_s:.1f} s\n{out[-3000:]}")
     assert r.returncode == 0, f"{r.stderr}\n{out[-6000:]}"
-    assert f"{nnodes} node(s) x {nproc} process(es) = world size 2" in out
-    assert out.count("train: 4 steps") == 1 and out.count("pipeline: ran train, skipped 0 of 1 in") == 1
-    assert (run.dir/"train"/"adapter"/"adapter_config.json").exists()
-    train = json.loads((run.dir/"report.json").read_text())["stages"]["train"]
-    assert (train["world_size"], train["steps"]) == (2, 4)
+    check_two_ranks(out, run.dir, nnodes, nproc, 4)
 
 
 def submit(script:Path, env:dict) -> tuple[subprocess.Popen, str]:
@@ -63,15 +68,16 @@ def test_sbatch_preempted_requeues_and_resumes(slurm_env, tmp_path):
         cfg = job_config(prepared, tmp_path, name)
         jobs[name] = write_sbatch(load_config(cfg), cfg, tmp_path/f"{name}.sbatch")
     t0 = time.perf_counter()
-    whole, _ = submit(jobs["whole"], slurm_env)
+    whole, whole_job = submit(jobs["whole"], slurm_env)
     assert whole.wait(timeout=600) == 0, whole.stderr.read()
+    check_two_ranks((tmp_path/"whole"/"logs"/f"slurm-{whole_job}.out").read_text(errors="replace"), tmp_path/"whole", 1, 2, 10)
     t1 = time.perf_counter()
     p, job = submit(jobs["preempted"], slurm_env)
     while logged_step(tmp_path/"preempted") < 3 and p.poll() is None: time.sleep(0.2)
     signalled_after = logged_step(tmp_path/"preempted")
     subprocess.run(["scancel", "--signal=USR1", "--batch", job], env=slurm_env, check=True)
     code = p.wait(timeout=600)
-    out = (tmp_path/"preempted"/"logs"/f"slurm-{job}.out").read_text()
+    out = (tmp_path/"preempted"/"logs"/f"slurm-{job}.out").read_text(errors="replace")
     print(f"uninterrupted job {t1 - t0:.1f} s; preempted job {job} (USR1 after step {signalled_after}), requeued and "
           f"done in {time.perf_counter() - t1:.1f} s, exit {code}\n{out[-4000:]}")
     assert code == 0, out[-6000:]
