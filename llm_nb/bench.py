@@ -13,6 +13,7 @@ from .run import json_safe, save_figure, timed_stage
 from .serve import served_files
 from .model import load_tokenizer
 from .records import BadRecord, tool_call
+from .evaluate import tool_call_match
 
 # %% auto #0
 __all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'ERROR_MEANING', 'SAME_CHUNK_S', 'MIN_CHUNKS_PER_TOKEN',
@@ -856,12 +857,11 @@ def _valid_calls(a:dict) -> bool:
     except BadRecord: return False
 
 def _right_call(a:dict) -> bool:
-    "Whether answer `a` is exactly one call, the expected one (name and arguments)."
-    want, calls = json.loads(a["expected"]), a.get("tool_calls") or []
-    if len(calls) != 1: return False
-    try: args = json.loads(calls[0]["function"]["arguments"])
-    except (TypeError, ValueError): return False
-    return calls[0]["function"]["name"] == want["name"] and args == want["arguments"]
+    "Whether answer `a`'s calls are exactly the expected one, judged as the evaluate stage judges a call (`tool_call_match`)."
+    try: text = "".join(json.dumps(dict(name=c["function"]["name"], arguments=json.loads(c["function"]["arguments"])))
+                        for c in a.get("tool_calls") or [])
+    except (KeyError, TypeError, ValueError): return False
+    return tool_call_match([a["expected"]], [text]) == 1.0
 
 def answer_scores(asked:list[dict] # from `ask_chat`
                  ) -> dict:

@@ -22,9 +22,10 @@ def check_two_ranks(out:str, run_dir:Path, nnodes:int, nproc:int, steps:int):
     assert (train["world_size"], train["steps"]) == (2, steps)
 
 
-def test_sbatch_trains_two_ranks(slurm_env, tmp_path, nnodes=2, nproc=1):
+def test_sbatch_trains_two_ranks(slurm_env, tmp_path):
     """2 nodes x 1 CPU process: torchrun (gloo) under srun, by `sbatch --wait`; 2 ranks train, rank 0 writes (1 node x 2
     processes: the preemption test's uninterrupted job)."""
+    nnodes, nproc = 2, 1
     run = run_until("train", **{"train.max_steps": 4, "train.logging_steps": 2, "launch.nnodes": nnodes,
                                 "launch.nproc_per_node": nproc, "launch.slurm.cpus_per_task": nproc,
                                 "launch.slurm.time": "00:15:00", "launch.master_port": 29517})
