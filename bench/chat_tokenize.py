@@ -61,7 +61,7 @@ def ours(chats, tok, template, tc, batch:int) -> tuple[list, list]:
     from llm_nb.tokenize import tokenize_chats
     ids, labels = [], []
     for i in range(0, len(chats), batch):
-        x, y, _ = tokenize_chats(chats[i:i + batch], tok, template, tc)
+        x, y, *_ = tokenize_chats(chats[i:i + batch], tok, template, tc)
         ids += x
         labels += y
     return ids, labels

@@ -1,5 +1,6 @@
-"""Benchmark (information, no target): the train stage on 2 CPU ranks as DDP (deepspeed.stage off), ZeRO-2, ZeRO-3
-and ZeRO-3 with optimizer + parameter offload: median steady-state step time and peak RSS per rank, vs DDP.
+"""Benchmark (information, no target): the train stage on 2 CPU ranks as DDP (deepspeed.stage off), ZeRO-2, ZeRO-3,
+ZeRO-3 with optimizer + parameter offload, and FSDP2 (fsdp.version 2, PyTorch's fully_shard through the Trainer):
+median steady-state step time and peak RSS per rank, vs DDP.
 
 One demo run (every stage before train done, `llm_nb.testing.run_until`) is copied per job; each job is
 `torchrun --nproc-per-node 2 --master-port <free> bench/zero_table.py --child CONFIG.yaml OUT`, i.e. exactly
@@ -7,8 +8,8 @@ One demo run (every stage before train done, `llm_nb.testing.run_until`) is copi
 the stage builds (patching `llm_nb.train.build_trainer`), recording when each optimizer step ends, and writes at exit its
 own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
 `--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
-LoRA as the stage does it, fp32. The jobs run interleaved `--repeat` times (D 2 3 3o D 2 ...); medians are reported.
-Exit status 1 if any job fails (no target on the figures: the table is information). `--smoke` runs the four jobs
+LoRA as the stage does it, fp32. The jobs run interleaved `--repeat` times (D 2 3 3o F D 2 ...); medians are reported.
+Exit status 1 if any job fails (no target on the figures: the table is information). `--smoke` runs the five jobs
 once on the smallest demo run (bench/_data.py SMOKE_RUN: width 64, one layer, 32-token blocks), 4 steps each, micro-batch
 2 (tools/bench_smoke.sh). ZeRO-3 + offload uses DeepSpeed's CPU Adam: the first job of a venv builds it (minutes;
 tools/test.sh keeps the build in the venv's torch_extensions).
@@ -25,7 +26,8 @@ JOBS = {"DDP": {"deepspeed.stage": "off"},
         "ZeRO-2": {"deepspeed.stage": 2},
         "ZeRO-3": {"deepspeed.stage": 3},
         "ZeRO-3 + offload": {"deepspeed.stage": 3, "deepspeed.offload_optimizer": True,
-                             "deepspeed.offload_params": True}}
+                             "deepspeed.offload_params": True},
+        "FSDP2": {"fsdp.version": 2}}
 
 def vm_hwm_mib() -> float:
     "This process's peak resident set size (VmHWM), MiB."

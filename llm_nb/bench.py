@@ -833,7 +833,8 @@ def ask_chat(base_url:str, # the server, e.g. http://127.0.0.1:8080
              headers:dict|None=None # e.g. the API key
             ) -> list[dict]:
     """Each question as one user turn to `/v1/chat/completions` (with the record's `tools`, where it has them), greedy:
-    {question, expected, answer, finish_reason, error}, and the `tools` sent and `tool_calls` handed back."""
+    {question, expected, answer, finish_reason, error}, the `tools` sent and `tool_calls` handed back, and the
+    `reasoning` a server's parser took out of the answer."""
     out = []
     with httpx.Client(base_url=base_url.rstrip("/"), headers=headers or {}, timeout=ANSWER_TIMEOUT) as client:
         for r in records:
@@ -846,6 +847,8 @@ def ask_chat(base_url:str, # the server, e.g. http://127.0.0.1:8080
                 resp.raise_for_status()
                 choice = resp.json()["choices"][0]
                 got |= dict(answer=choice["message"]["content"] or "", finish_reason=choice["finish_reason"])
+                if why := choice["message"].get("reasoning_content") or choice["message"].get("reasoning"):
+                    got["reasoning"] = why  # llama-server's field; vLLM's (0.32)
                 if tools: got["tool_calls"] = choice["message"].get("tool_calls") or []
             except httpx.HTTPError as e: got["error"] = f"{type(e).__name__}: {e}"  # counted, not raised
             out.append(got)

@@ -12,7 +12,7 @@ from .env import llama_models_dir
 __all__ = ['TOOLS_TURN', 'CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'call_text',
            'shipped_template', 'unbind', 'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain',
            'render_chats', 'Trained', 'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name',
-           'writes_tools', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
+           'writes_tools', 'writes_reasoning', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
 # %% ../nbs/08_chat.ipynb #ch000007
 def _answer(end:str) -> str: # the text that closes an answer, a Jinja expression
@@ -474,6 +474,11 @@ def _reasoning_frame(template:str, special:tuple) -> tuple[str, str]:
     at = {kind: (a, b) for kind, _, a, b in parts}
     if {"answer", "reasoning"} - set(at) or not text.startswith(prompt) or at["reasoning"][0] < len(prompt): return "", ""
     return text[len(prompt):at["reasoning"][0]], text[at["reasoning"][1]:at["answer"][0]]
+
+def writes_reasoning(tok # a tokenizer with its chat template (options bound)
+                    ) -> bool:
+    "Whether `tok`'s chat template writes a final answer's reasoning (`reasoning_content`) after its prompt for it."
+    return bool(_reasoning_frame(tok.chat_template, tuple(sorted(tok.special_tokens_map.items())))[0])
 
 def _check_parts(name:str, chat:list, text:str, parts:list, train_on_reasoning:bool):
     "A `ValueError` where the template drops or rewrites an answer, rewrites a reasoning, drops the last answer's (when trained) or a tool's result."

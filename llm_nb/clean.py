@@ -19,16 +19,17 @@ from .run import Stage, save_figure
 
 # %% auto #0
 __all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
-           'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'NO_LANGUAGE',
-           'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD',
-           'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'REJECTED_TEXTS', 'FETCH_ROWS',
-           'FETCH_CHARS', 'VERIFY_CHARS', 'EXACT_DUPS', 'REJECTED', 'LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD',
-           'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS', 'CONVERSATIONS', 'TERMS_PLOTTED',
-           'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES', 'add_nfkc', 'normalize_sql', 'normalize_ctes',
-           'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'sensitive_words', 'words_patterns', 'mask_sql',
-           'any_match_sql', 'marks_sql', 'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text',
-           'eval_examples', 'EvalGrams', 'eval_grams', 'LangModel', 'lang_identifier', 'text_language', 'languages_of',
-           'judge_texts', 'near_lsh', 'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored',
+           'CALLS_SQL', 'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'CJK_RUN', 'LETTERS', 'SKIP_KEYS',
+           'NO_LANGUAGE', 'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS', 'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN',
+           'LSH_MIN_THRESHOLD', 'LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED',
+           'REJECTED_TEXTS', 'FETCH_ROWS', 'FETCH_CHARS', 'VERIFY_CHARS', 'EXACT_DUPS', 'REJECTED', 'LENGTH_EDGES',
+           'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS',
+           'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES', 'add_nfkc',
+           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'redact_text',
+           'redact_calls', 'add_redact_calls', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
+           'marks_sql', 'quality_sql', 'decontam_words', 'record_strings', 'ngram_keys', 'plain_text', 'eval_examples',
+           'EvalGrams', 'eval_grams', 'LangModel', 'lang_identifier', 'text_language', 'languages_of', 'judge_texts',
+           'near_lsh', 'add_functions', 'connect_at', 'connect', 'judge_per_text', 'scored_sql', 'make_scored',
            'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows', 'deduped_view', 'make_near_bands',
            'make_near_pairs', 'near_decide', 'near_dedup_pass', 'words_of', 'top_terms', 'ordered_reasons',
            'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs', 'duckdb_memory_limit', 'record_clean',
@@ -153,6 +154,58 @@ def count_sql(col:str, # SQL of the text after
     "Occurrences of `token` added in `col` compared to `before`."
     n = lambda c: f"((length({c}) - length(replace({c}, {sql_str(token)}, ''))) // {len(token)})"
     return f"({n(col)} - {n(before)})"
+
+# %% ../nbs/12_clean.ipynb #pc000002
+def redact_text(s:str, # a string
+                kinds:list[str] # PII kinds to redact (keys of PII_PATTERNS)
+               ) -> str:
+    "`s` through the chain `redact_sql` runs (digit kinds DIGIT_PASSES times), in Python's `re` (the patterns mean the same)."
+    for k in [k for k in PII_PATTERNS if k in kinds]:
+        pattern, replacement = PII_PATTERNS[k]
+        for _ in range(1 if k == "email" else DIGIT_PASSES): s = re.sub(pattern, replacement, s)
+    return s
+
+def _redact_leaves(v, kinds:list[str]):
+    "A JSON value with each string redacted, and each number whose digits are PII replaced by the redacted string."
+    if isinstance(v, str): return redact_text(v, kinds)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v if (r := redact_text(str(v), kinds)) == str(v) else r
+    if isinstance(v, list): return [_redact_leaves(x, kinds) for x in v]
+    if isinstance(v, dict): return {k: _redact_leaves(x, kinds) for k, x in v.items()}
+    return v
+
+def _redact_arguments(args, kinds:list[str]):
+    "A call's arguments redacted, in the form they came in: an object, JSON text (its strings), or other text (whole)."
+    if not isinstance(args, str): return _redact_leaves(args, kinds)
+    try: obj = json.loads(args)
+    except ValueError: return redact_text(args, kinds)
+    red = _redact_leaves(obj, kinds)
+    return args if red == obj else json.dumps(red, ensure_ascii=False)
+
+def _redact_call(c:dict, kinds:list[str]) -> dict:
+    "A tool call (OpenAI's form) with its arguments redacted."
+    fn = c.get("function") or {}
+    return c | dict(function=fn | dict(arguments=_redact_arguments(fn["arguments"], kinds))) if "arguments" in fn else c
+
+def redact_calls(meta:str, # a record's `meta`, JSON text
+                 kinds:list[str] # PII kinds to redact
+                ) -> str:
+    "`meta` with the PII of `kinds` redacted in the arguments of its tool calls (`turn_extras`); as given where there is none."
+    m = json.loads(meta)
+    extras = m.get("turn_extras") or {}
+    red = {t: x | dict(tool_calls=[_redact_call(c, kinds) for c in x["tool_calls"]])
+           if isinstance(x, dict) and x.get("tool_calls") else x for t, x in extras.items()}
+    return meta if red == extras else json.dumps(m | dict(turn_extras=red), ensure_ascii=False)
+
+CALLS_SQL = """CASE WHEN contains(meta, '"tool_calls"') THEN redact_calls(meta) ELSE meta END"""  # the stage's: rows with calls
+
+def add_redact_calls(con:duckdb.DuckDBPyConnection, # a connection
+                     kinds:list[str] # PII kinds to redact
+                    ) -> duckdb.DuckDBPyConnection:
+    "Register `redact_calls(meta)` on `con`, redacting `kinds`."
+    text = duckdb.sqltype("VARCHAR")
+    con.create_function("redact_calls", lambda m: redact_calls(m, kinds), [text], text)
+    return con
 
 # %% ../nbs/12_clean.ipynb #4389324e
 def sensitive_words(ccfg, # the `clean` config section
@@ -454,14 +507,20 @@ def near_lsh(ccfg) -> tuple[int, int]: # the `clean` config section
     return lsh_params(max(ccfg.near_threshold - LSH_MARGIN, LSH_MIN_THRESHOLD), ccfg.num_perm)
 
 # %% ../nbs/12_clean.ipynb #29050808
+def add_functions(con:duckdb.DuckDBPyConnection, # a connection
+                  ccfg # the `clean` config section
+                 ) -> duckdb.DuckDBPyConnection:
+    "Register on `con` the functions pass 1 (`scored_sql`) calls: `nfkc` if `clean.nfkc`, `redact_calls` if `clean.pii`."
+    if ccfg.pii: add_redact_calls(con, ccfg.pii)
+    return add_nfkc(con) if ccfg.nfkc else con  # pyarrow.compute costs 0.1 s to import
+
 def connect_at(ccfg, # the `clean` config section (memory_limit, threads)
                tmp:Path # the folder DuckDB spills to (made if missing)
               ) -> duckdb.DuckDBPyConnection:
-    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `tmp`, with an `nfkc` function if `clean.nfkc`."
+    "In-memory DuckDB bounded by `clean.memory_limit`, spilling to `tmp`, with the functions `scored_sql` calls."
     tmp.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(config=dict(memory_limit=ccfg.memory_limit, threads=int(ccfg.threads),
-                                     temp_directory=str(tmp), preserve_insertion_order=False))
-    return add_nfkc(con) if ccfg.nfkc else con  # pyarrow.compute costs 0.1 s to import
+    return add_functions(duckdb.connect(config=dict(memory_limit=ccfg.memory_limit, threads=int(ccfg.threads),
+                                                    temp_directory=str(tmp), preserve_insertion_order=False)), ccfg)
 
 def connect(ccfg, # the `clean` config section (memory_limit, threads, temp_dir)
             run # the run (`temp_dir` may name a folder in it)
@@ -478,9 +537,10 @@ def _prefilter_sql(ccfg, words:list[str], wps:list[str]) -> str:
 
 # %% ../nbs/12_clean.ipynb #6e39c4f5
 def _pii_count_cols(ccfg) -> str:
-    "`, <count> AS pii_<kind>` for every redacted kind, from columns `text` (redacted) and `raw` (before)."
-    return "".join(f", CASE WHEN contains(text, {sql_str(placeholder(k))}) AND text <> raw "
-                   f"THEN {count_sql('text', placeholder(k), 'raw')} ELSE 0 END AS pii_{k}" for k in PII_PATTERNS if k in ccfg.pii)
+    "`, <count> AS pii_<kind>` for every redacted kind: placeholders added to `text` (`raw` before) and to `meta` (`raw_meta`)."
+    added = lambda col, raw, k: (f"CASE WHEN contains({col}, {sql_str(placeholder(k))}) AND {col} <> {raw} "
+                                 f"THEN {count_sql(col, placeholder(k), raw)} ELSE 0 END")
+    return "".join(f", {added('text', 'raw', k)} + {added('meta', 'raw_meta', k)} AS pii_{k}" for k in PII_PATTERNS if k in ccfg.pii)
 
 # %% ../nbs/12_clean.ipynb #ab8b3e75
 def _sensitive_sql(ccfg, words:list[str], wps:list[str]) -> tuple[str, str]:
@@ -529,8 +589,9 @@ def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_P
       flagged AS (SELECT *, {_prefilter_sql(ccfg, words, wps) if gate else 'true'} AS _work FROM ingested),
       {normalize_ctes("flagged", "normalized", gate="_work")},
       redacted AS (SELECT CASE WHEN _work THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw,
-                          source, file, line, meta, _work FROM normalized),
-      pii_counted AS (SELECT * EXCLUDE (raw){_pii_count_cols(ccfg)} FROM redacted),
+                          source, file, line, {CALLS_SQL if ccfg.pii else 'meta'} AS meta, meta AS raw_meta, _work
+                   FROM normalized),
+      pii_counted AS (SELECT * EXCLUDE (raw, raw_meta){_pii_count_cols(ccfg)} FROM redacted),
       words_counted AS (SELECT *, {hits} AS sensitive_hits FROM pii_counted),
       acted AS (SELECT * EXCLUDE (_work) REPLACE ({after_action} AS text) FROM words_counted)
       SELECT *, NULL::VARCHAR AS lang, {_reason_sql(ccfg, words, quality)} AS reason, {TEXT_KEY} AS text_hash

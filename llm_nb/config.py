@@ -15,9 +15,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 __all__ = ['Port', 'Size', 'Duration', 'SCHEDULERS', 'OPTIMIZERS', 'DPO_LOSSES', 'UNITS', 'YAML_MAX_NODES', 'PATH_MAX',
            'JSON_CHECK_BYTES', 'FIELD_FORMATS', 'MAX_FIELD_CHECKS', 'Section', 'refuse', 'RunCfg', 'SynthCfg',
            'SourceCfg', 'IngestCfg', 'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'TrainCfg', 'PreferenceCfg', 'DeepSpeedCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask',
-           'EvaluateCfg', 'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg', 'Config',
-           'evaluation_files', 'ConfigError', 'memory_bytes', 'YamlTooLarge', 'BoundedLoader', 'keys_named',
+           'TokenizeCfg', 'TrainCfg', 'PreferenceCfg', 'DeepSpeedCfg', 'FsdpCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg',
+           'LocalTask', 'EvaluateCfg', 'ExportCfg', 'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg',
+           'Config', 'evaluation_files', 'ConfigError', 'memory_bytes', 'YamlTooLarge', 'BoundedLoader', 'keys_named',
            'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields', 'check_paths', 'demo_config_path',
            'demo_config']
 
@@ -451,6 +451,15 @@ class DeepSpeedCfg(Section):
                "deepspeed.offload_optimizer needs deepspeed.stage 1, 2 or 3 (ZeRO-Offload)")
         return self
 
+# %% ../nbs/00_config.ipynb #fs000002
+class FsdpCfg(Section):
+    "PyTorch's FSDP2 through the HF Trainer (off by default): the engine beside `deepspeed`."
+    version: Literal["off", 2] = "off"
+    reshard_after_forward: bool = True  # gather each layer's weights again for backward (less memory); False: keep them
+    cpu_offload: bool = False  # parameters, gradients and optimizer step on CPU between uses (GPU memory)
+    activation_checkpointing: bool = False  # FSDP's own recomputation (train.gradient_checkpointing gathers twice)
+    state_dict: Literal["full", "sharded"] = "sharded"  # checkpoints: one file per rank, or gathered into one on rank 0
+
 # %% ../nbs/00_config.ipynb #0d5e1a05
 class SlurmCfg(Section):
     "What the generated sbatch script asks Slurm for."
@@ -690,6 +699,7 @@ class Config(Section):
     train: TrainCfg = TrainCfg()
     preference: PreferenceCfg = PreferenceCfg()
     deepspeed: DeepSpeedCfg = DeepSpeedCfg()
+    fsdp: FsdpCfg = FsdpCfg()
     launch: LaunchCfg = LaunchCfg()
     track: TrackCfg = TrackCfg()
     evaluate: EvaluateCfg = EvaluateCfg()
@@ -703,7 +713,9 @@ class Config(Section):
         "Rules across sections."
         t, ds, la = self.train, self.deepspeed, self.launch
         per_step = t.grad_accum * la.nnodes * la.nproc_per_node  # a launched job's ranks × accumulation
-        refuse(t.nan_policy == "skip" and ds.stage != "off" and
+        refuse(self.fsdp.version != "off" and ds.stage != "off" and
+               f"fsdp.version={self.fsdp.version} and deepspeed.stage={ds.stage}: one engine shards a job, turn one off",
+               t.nan_policy == "skip" and ds.stage != "off" and
                f"train.nan_policy=skip does not work under deepspeed.stage {ds.stage} (its engine steps the "
                "optimizer): use stop or rollback",
                ds.train_batch_size % per_step and

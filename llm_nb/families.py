@@ -12,10 +12,11 @@ from .chat import (FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, parse_too
                          shipped_template, template_messages, unbind)
 
 # %% auto #0
-__all__ = ['LLAMA_31_NAMES', 'ALL_LINEAR', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES', 'TINY', 'WEATHER', 'TOOLS',
-           'TOOL_CHAT', 'Family', 'vocab_file', 'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer',
-           'vocab_cases', 'vocab_agreement', 'tiny_family_model', 'mask_check', 'served_prefix', 'tool_mask_check',
-           'missing_targets', 'family_of', 'template_source', 'converter_archs']
+__all__ = ['LLAMA_31_NAMES', 'ALL_LINEAR', 'QWEN25_NAMES', 'QWEN3_NAMES', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES',
+           'TINY', 'WEATHER', 'TOOLS', 'TOOL_CHAT', 'Family', 'vocab_file', 'gguf_tokenizer_fields',
+           'write_sentencepiece', 'family_tokenizer', 'vocab_cases', 'vocab_agreement', 'tiny_family_model',
+           'mask_check', 'served_prefix', 'tool_mask_check', 'missing_targets', 'family_of', 'template_source',
+           'converter_archs']
 
 # %% ../nbs/09_families.ipynb #fa000007
 @dataclass(frozen=True)
@@ -35,17 +36,25 @@ class Family:
     tool_parser: str|None = None  # vLLM's `--tool-call-parser` for the calls its template writes (None: it writes none)
     reasoning_parser: str|None = None  # vLLM's `--reasoning-parser` for the reasoning its template writes
     names: dict = field(default_factory=dict)  # {id: name} of tokens the release names otherwise than the vocabulary file
+    special: tuple = ()  # those of `names` the release marks special (the others: plain added tokens)
 
 LLAMA_31_NAMES = {128004: "<|finetune_right_pad_id|>", 128008: "<|eom_id|>", 128010: "<|python_tag|>"}  # reserved in 3.0
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-QWEN = dict(vocab="qwen2", eot="<|im_end|>", eos="<|im_end|>", stops=("<|im_end|>", "<|endoftext|>"), pad="<|endoftext|>")
+QWEN25_NAMES = dict(enumerate((
+    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
+    "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
+    "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"), 151646))
+QWEN3_NAMES = QWEN25_NAMES | dict(enumerate(("<tool_response>", "</tool_response>", "<think>", "</think>"), 151665))
+QWEN = dict(vocab="qwen2", eot="<|im_end|>", eos="<|im_end|>", stops=("<|im_end|>", "<|endoftext|>"), pad="<|endoftext|>",
+            special=tuple(QWEN25_NAMES[i] for i in range(151646, 151657)))  # object_ref ... video_pad: not the tags
 FAMILIES = {
     "llama-3": Family("LlamaForCausalLM", "llama-bpe", "llama-3", "<|eot_id|>", "<|eot_id|>",
                       ("<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"), ALL_LINEAR, bos="<|begin_of_text|>", add_bos=True,
                       tool_parser="llama3_json", names=LLAMA_31_NAMES, config=dict(rope_theta=500000.0, tie_word_embeddings=False)),
     "qwen2.5": Family("Qwen2ForCausalLM", template="qwen2.5", lora=ALL_LINEAR, **QWEN, tool_parser="hermes",
-                      config=dict(tie_word_embeddings=False)),
+                      names=QWEN25_NAMES, config=dict(tie_word_embeddings=False)),
     "qwen3": Family("Qwen3ForCausalLM", template="qwen3", lora=ALL_LINEAR, **QWEN, tool_parser="hermes", reasoning_parser="qwen3",
+                    names=QWEN3_NAMES,
                     config=dict(tie_word_embeddings=True)),
     "phi-3.5": Family("Phi3ForCausalLM", "phi-3", "phi-3.5", "<|end|>", "<|endoftext|>",
                       ("<|end|>", "<|assistant|>", "<|endoftext|>"), ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
@@ -56,8 +65,8 @@ FAMILIES = {
                                   layer_types=["sliding_attention", "full_attention"])),
     "qwen3-moe": Family("Qwen3MoeForCausalLM", template="qwen3", lora=ALL_LINEAR[:4], **QWEN, tool_parser="hermes",
                         reasoning_parser="qwen3",
-                        config=dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-                                    norm_topk_prob=True)),  # as Qwen3's MoE releases
+                        names=QWEN3_NAMES, config=dict(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
+                                                       moe_intermediate_size=32, norm_topk_prob=True)),  # as Qwen3's MoE releases
 }
 
 # %% ../nbs/09_families.ipynb #fa000010
@@ -88,9 +97,10 @@ def _convert_vocab(path:Path, # a vocabulary GGUF
     for i, name in f.names.items(): vocab["tokens"][i] = name  # the release's names for the file's reserved tokens
     backend, extra = convert_gguf_tokenizer(arch, vocab)
     spec = json.loads(backend.to_str())  # the byte-level builder adds GPT-2's <|endoftext|> where the file lacks it
-    spec["added_tokens"] = [t for t in spec["added_tokens"] if t["id"] < len(vocab["tokens"])]
+    spec["added_tokens"] = [t | dict(special=t["special"] or t["content"] in f.special)
+                            for t in spec["added_tokens"] if t["id"] < len(vocab["tokens"])]
     if f.vocab in IGNORE_MERGES: spec["model"]["ignore_merges"] = True
-    control = [t for t, k in zip(vocab["tokens"], vocab["token_type"]) if k == 3]  # llama.cpp's CONTROL tokens
+    control = [t for t, k in zip(vocab["tokens"], vocab["token_type"]) if k == 3 or t in f.special]  # llama.cpp's CONTROL tokens
     return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(spec)), add_bos_token=f.add_bos,
                                    extra_special_tokens=control, **{k: v for k, v in (conf | extra).items()
                                                                     if k not in ("chat_template", "add_bos_token")})
@@ -124,7 +134,7 @@ def family_tokenizer(name:str # a key of `FAMILIES`
     from transformers import AutoTokenizer
     f = FAMILIES[name]
     template = named_template(f.template)
-    made_of = (f.vocab, f.eos, f.bos, f.pad, f.add_bos, sorted(f.names.items()), template)  # what the conversion reads (not the class, parsers, ...)
+    made_of = (f.vocab, f.eos, f.bos, f.pad, f.add_bos, sorted(f.names.items()), f.special, template)  # what the conversion reads (not the class, parsers, ...)
     key = hashlib.sha256(f"{CONVERSION} {made_of!r}".encode()).hexdigest()[:8]  # any of it changed: converted anew
     folder = cache_dir()/"families"/f"{name}-{LLAMA_CPP_VERSION}-{key}"
     if not (folder/"tokenizer_config.json").exists():

@@ -10,8 +10,8 @@ import numpy as np
 from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
                              tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
-from .serve import Server, free_port, llama_server_bin, why_failed
-from .chat import TEMPLATE_OPTIONS, render_chats, writes_tools
+from .serve import LLAMA_REASONING_FORMAT, Server, free_port, llama_server_bin, why_failed
+from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
 from .bench import answer_scores, ask_chat
 from .config import ModelCfg
 from .env import peft_quietly
@@ -19,15 +19,16 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['CHAT', 'STAGES', 'NA', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH',
-           'SPREAD', 'STOP_FLOOR', 'NotApplicable', 'Row', 'item_chat', 'held_out_questions', 'train_lora',
-           'gguf_vocab_diff', 'served_tokens', 'llama_server_asked', 'served_prompt_check', 'tools_served_check',
+           'SPREAD', 'STOP_FLOOR', 'REASONINGS', 'REASONING_STEPS', 'NotApplicable', 'Row', 'item_chat',
+           'held_out_questions', 'train_lora', 'gguf_vocab_diff', 'served_tokens', 'llama_server_asked',
+           'served_prompt_check', 'tools_served_check', 'reasoning_chat', 'reasoning_model', 'reasoning_apart',
            'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
         dict(role="assistant", content="续航很好，能用两天。"), dict(role="user", content="Does it charge fast?"),
         dict(role="assistant", content="Yes: 50% in 20 minutes.")]  # the conversation every family is checked on
-STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "tools served", "parity", "stops")
+STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "tools served", "parity", "stops", "reasoning served")
 NA = "➖"  # the mark of a stage that does not apply to a family (e.g. its template writes no tools): not a failure
 
 class NotApplicable(Exception):
@@ -78,12 +79,13 @@ def train_lora(model, # the family's tiny model
                out:Path, # the adapter folder to write (with the tokenizer, as the train stage saves it)
                steps:int=TRAIN_STEPS, # optimizer steps of TRAIN_BATCH conversations
                lr:float=1e-2, # AdamW's learning rate
-               seed:int=0 # the batches' and the adapter's initialization's
+               seed:int=0, # the batches' and the adapter's initialization's
+               chats:list|None=None # the conversations it learns (None: `item_chat` of each of TRAIN_ITEMS)
               ) -> list[float]:
-    "The losses of a LoRA adapter trained on `item_chat`s, answers only; the adapter saved in `out`."
+    "The losses of a LoRA adapter trained on `chats`, answers only; the adapter saved in `out`."
     import torch
     from peft import LoraConfig, get_peft_model
-    r = render_chats(tok, tok.chat_template, [item_chat(i) for i in TRAIN_ITEMS])
+    r = render_chats(tok, tok.chat_template, chats or [item_chat(i) for i in TRAIN_ITEMS])
     torch.manual_seed(seed)
     with peft_quietly(): m = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=list(targets)))
     opt, rng, losses = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=lr), np.random.default_rng(seed), []
@@ -108,12 +110,12 @@ def gguf_vocab_diff(gguf_file:Path, # a GGUF the converter wrote
                     vocab:Path, # llama.cpp's vocabulary file of the family
                     names:dict|None=None # the release's names of the file's reserved tokens (`Family.names`): {id: name}
                    ) -> list[str]:
-    "Where the GGUF's vocabulary differs from llama.cpp's file, `names` given (padding tokens' type aside): empty when it does not."
+    "Where the GGUF's vocabulary differs from llama.cpp's file, `names` given (the type of a padding token or a named one aside: a named token's is the release's): empty when it does not."
     a, b = gguf_tokenizer_fields(gguf_file), gguf_tokenizer_fields(vocab)
     b["tokens"] = [(names or {}).get(i, t) for i, t in enumerate(b["tokens"])]
     out = [k for k in ("model", "pre", "tokens", "merges") if a.get(k) != b.get(k)]
     pad = lambda t: t.startswith("[PAD") and t.endswith("]")
-    types = [i for i, (x, y, t) in enumerate(zip(a["token_type"], b["token_type"], b["tokens"])) if x != y and not pad(t)]
+    types = [i for i, (x, y, t) in enumerate(zip(a["token_type"], b["token_type"], b["tokens"])) if x != y and not pad(t) and i not in (names or {})]
     return out + ([f"token_type of {len(types)} tokens, e.g. {b['tokens'][types[0]]!r}"] if types else [])
 
 def served_tokens(base_url:str, # a llama-server (`--jinja`)
@@ -130,16 +132,18 @@ def served_tokens(base_url:str, # a llama-server (`--jinja`)
 def llama_server_asked(gguf_file:Path, # the family's GGUF
                        prompts:dict, # name: (a conversation, its tools or None): each prompt is for its last answer
                        questions:list[dict], # `user` and `answer` of each question asked through the chat API
-                       log:Path # the server's log
+                       log:Path, # the server's log
+                       max_tokens:int=24 # tokens an answer may take
                       ) -> tuple[dict, list[dict]]:
     "({name: `served_tokens` of each prompt}, its answers to `questions`) from one llama-server, templating its own."
     port = free_port()
     cmd = [str(llama_server_bin()), "--model", str(gguf_file), "--host", "127.0.0.1", "--port", str(port), "--jinja",
-           "--ctx-size", "512", "--threads", "2", "--no-webui"]
+           "--ctx-size", "512", "--threads", "2", "--no-webui",
+           "--reasoning-format", LLAMA_REASONING_FORMAT]  # as the serve stage starts it
     with Server(cmd, f"http://127.0.0.1:{port}", log, health="/health") as s:
         s.start(60)
         served = {name: served_tokens(s.base_url, chat, tools) for name, (chat, tools) in prompts.items()}
-        return served, ask_chat(s.base_url, questions, max_tokens=24)
+        return served, ask_chat(s.base_url, questions, max_tokens=max_tokens)
 
 # %% ../nbs/93_family_matrix.ipynb #fm000011
 def served_prompt_check(tok, # the family's tokenizer, with its template
@@ -185,6 +189,41 @@ def _stops(asked:list[dict]) -> str:
     if s["stopped"] < STOP_FLOOR: raise ValueError(f"{s['stopped']:.0%} of {s['questions']} answers stopped (< {STOP_FLOOR:.0%}); "
                                                    f"e.g. {next(a['answer'] for a in asked if a['finish_reason'] != 'stop')!r}")
     return f"{s['stopped']:.0%} of {s['questions']} stopped, exact match {s['exact_match']:.0%}"
+
+# %% ../nbs/93_family_matrix.ipynb #fmreas02
+REASONINGS = ("The user asks for a colour.", "用户问颜色。")  # an item question's reasoning, in the question's language
+REASONING_STEPS = 2 * TRAIN_STEPS  # a reasoning before each answer is more to learn (the MoE at 30 steps: half of them)
+
+def reasoning_chat(i:int # the item's number, as `item_chat` takes it
+                  ) -> list:
+    "`item_chat(i)` with a reasoning before its answer (`reasoning_content`)."
+    question, answer = item_chat(i)
+    return [question, answer | dict(reasoning_content=REASONINGS[i % 2])]
+
+def reasoning_model(name:str, # a key of `FAMILIES`
+                    folder:Path, # its tiny model (`tiny_family_model`)
+                    out:Path # a folder for the adapter and the merged model
+                   ) -> Path:
+    "The model in `folder` trained with thinking on to reason before it answers, merged: `NotApplicable` where the family's template writes no reasoning before an answer."
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    f, tok = FAMILIES[name], AutoTokenizer.from_pretrained(folder)
+    tok.chat_template = named_template(f.template, dict(enable_thinking=True))
+    if not f.reasoning_parser or not writes_reasoning(tok): raise NotApplicable("n/a: its template writes no reasoning before an answer")
+    train_lora(AutoModelForCausalLM.from_pretrained(folder), tok, f.lora, Path(out)/"adapter", REASONING_STEPS,
+               chats=[reasoning_chat(i) for i in TRAIN_ITEMS])
+    return merge_adapter(str(folder), Path(out)/"adapter", Path(out)/"merged", ModelCfg())
+
+def reasoning_apart(asked:list[dict] # a server's answers to `held_out_questions()` (`ask_chat`), in order
+                   ) -> str:
+    "How many answers came back with exactly the trained reasoning in the reasoning field and none of it in the answer; a `ValueError` below `STOP_FLOOR`."
+    want = [REASONINGS[i % 2] for i in HELD_OUT_ITEMS]
+    apart = [(a.get("reasoning") or "").strip() == w and a["answer"].strip() != "" and w not in a["answer"]
+             for a, w in zip(asked, want, strict=True)]
+    if sum(apart) < STOP_FLOOR * len(asked):
+        bad = next(a for a, ok in zip(asked, apart) if not ok)
+        raise ValueError(f"{sum(apart)} of {len(asked)} answers with their reasoning apart, e.g. reasoning "
+                         f"{bad.get('reasoning')!r}, answer {bad['answer']!r}")
+    return f"{sum(apart)}/{len(asked)} apart"
 
 # %% ../nbs/93_family_matrix.ipynb #fm000012
 def family_row(name:str, # a key of `FAMILIES`
@@ -234,10 +273,14 @@ def family_row(name:str, # a key of `FAMILIES`
         prompts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
                    for c in chats]
         return _parity(m, tok, gguf_f16, prompts, set(row.facts["stops"]))
+    def reasoning():
+        g = convert_to_gguf(reasoning_model(name, folder, out/f"{name}-reasoning"), out/f"{name}-reasoning.gguf", "f16")
+        return reasoning_apart(llama_server_asked(g, {}, held_out_questions(), out/f"{name}-reasoning.log", max_tokens=48)[1])
     for stage, fn, needs in (("mask", mask, ()), ("lora", lora, ()), ("train", train, ("lora",)), ("merge", merge, ("train",)),
                              ("gguf", gguf, ("merge",)), ("q8_0", q8, ("gguf",)), ("served prompt", prompt, ("q8_0",)),
                              ("tools served", lambda: tools_served_check(tok, served["tokens"]["tools"]), ("served prompt",)),
-                             ("parity", par, ("gguf",)), ("stops", lambda: _stops(served["asked"]), ("served prompt",))):
+                             ("parity", par, ("gguf",)), ("stops", lambda: _stops(served["asked"]), ("served prompt",)),
+                             ("reasoning served", reasoning, ("served prompt",))):
         row.stage(stage, fn, *needs)
     return row
 

@@ -22,7 +22,8 @@ __all__ = ['CHAT_TOKENS', 'TOOL_TOKENS', 'TINY_CHAT_TEMPLATE', 'SPECIAL_IDS', 'L
            'build_tiny_model', 'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
            'lora_settings', 'preset_table', 'add_lora', 'whole_modules', 'lora_counts', 'lora_line',
            'model_state_bytes', 'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes',
-           'estimate_memory', 'launch_memory', 'local_model', 'run_model', 'base_model_path', 'final_adapter']
+           'estimate_memory', 'sharding_as_zero', 'launch_memory', 'local_model', 'run_model', 'base_model_path',
+           'final_adapter']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -431,17 +432,27 @@ def _model_info(path:str, conf) -> dict:
                 num_layers=conf.num_hidden_layers)
 
 # %% ../nbs/20_model.ipynb #360bf698
+def sharding_as_zero(cfg # the run's `Config`
+                    ) -> DeepSpeedCfg:
+    """The ZeRO placement the job's sharding matches, for the estimate: `deepspeed` as set, or FSDP2's equivalent
+    (reshard_after_forward: ZeRO-3, each layer gathered when used; without: ZeRO-2, the weights kept gathered from
+    forward to backward; cpu_offload: optimizer states, and with resharding the weights, on CPU)."""
+    f = cfg.fsdp
+    if f.version == "off": return cfg.deepspeed
+    stage = 3 if f.reshard_after_forward else 2
+    return DeepSpeedCfg(stage=stage, offload_optimizer=f.cpu_offload, offload_params=f.cpu_offload and stage == 3)
+
 def launch_memory(conf, # the base model's `PretrainedConfig`
                   n:dict, # from `lora_counts`
                   cfg # the run's `Config`
                  ) -> dict:
-    "`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO, ranks, batch)."
+    "`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO or FSDP2, ranks, batch)."
     how, t, ln = resolve_loading(cfg.model), cfg.train, cfg.launch
     wdtype = {"8bit": "int8", "4bit": "nf4"}.get(cfg.model.quantization, how["dtype"])
     act = activation_bytes(conf, cfg.tokenize.max_length, t.batch_size, t.gradient_checkpointing, how["dtype"],
                            flash=how["attn_implementation"] != "eager")
     largest = max(conf.vocab_size, getattr(conf, "intermediate_size", 0)) * conf.hidden_size
-    return estimate_memory(n["base"], wdtype, n["trainable"], cfg.deepspeed, ln.nnodes * ln.nproc_per_node,
+    return estimate_memory(n["base"], wdtype, n["trainable"], sharding_as_zero(cfg), ln.nnodes * ln.nproc_per_node,
                            ln.nproc_per_node, largest, act)
 
 # %% ../nbs/20_model.ipynb #c7e1a040

@@ -21,7 +21,8 @@ from .model import base_model_path, load_tokenizer
 __all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',
            'tokenize_chats', 'chat_of', 'tokenize_records', 'pack_chats', 'collate_samples', 'chat_batches',
            'grouped_padding', 'set_padding_side', 'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats',
-           'plot_lengths', 'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'run_tokenize']
+           'plot_lengths', 'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'write_unrenderable',
+           'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
@@ -70,16 +71,32 @@ def truncate_batch(batch:dict, # a `datasets` batch with `input_ids` and `labels
     return cut | {"seq_lengths": [[len(x)] for x in cut["input_ids"]]}
 
 # %% ../nbs/21_tokenize.ipynb #tc000002
+def _rendered(tok, template:str, chats:list, tools:list|None, how:dict) -> tuple[list, list, list]:
+    "(input_ids, labels, why) of each conversation: rendered together, or where that fails one by one, those that fail with no ids and the reason."
+    from jinja2 import TemplateError
+    try:
+        r = render_chats(tok, template, chats, tools=tools, **how)
+        return r["input_ids"], r["labels"], [""] * len(chats)
+    except (TemplateError, ValueError): pass  # one by one: which conversations, and why
+    out = []
+    for k, c in enumerate(chats):
+        try:
+            r = render_chats(tok, template, [c], tools=[tools[k]] if tools else None, **how)
+            out.append((r["input_ids"][0], r["labels"][0], ""))
+        except (TemplateError, ValueError) as e: out.append(([], [], str(e) or type(e).__name__))
+    return tuple(map(list, zip(*out)))
+
 def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
                    tok, # the model's tokenizer
                    template:str, # the chat template (`chat_template`)
                    tc, # `Config.tokenize`: max_length, train_on, train_on_reasoning, too_long
                    tools:list|None=None # the tools each conversation may call (OpenAI function specs), a list or None each
-                  ) -> tuple[list, list, list]:
-    "(input_ids, labels, fate) of each conversation; fate: kept, truncated, too_long or first_answer_too_long (no ids)."
+                  ) -> tuple[list, list, list, list]:
+    """(input_ids, labels, fate, why) of each conversation; fate: kept, truncated, too_long, first_answer_too_long or
+    unrenderable (no ids), why: the reason of an unrenderable one ("" for the others)."""
     how = dict(train_on=tc.train_on, train_on_reasoning=tc.train_on_reasoning)
-    r = render_chats(tok, template, chats, tools=tools, **how)
-    ids, labels, fate = r["input_ids"], r["labels"], ["kept"] * len(chats)
+    ids, labels, why = _rendered(tok, template, chats, tools, how)
+    fate = ["unrenderable" if w else "kept" for w in why]
     long, truncate = [i for i, x in enumerate(ids) if len(x) > tc.max_length], tc.too_long == "truncate"
     of = lambda xs, ix: [xs[i] for i in ix] if xs else None  # `tools` of some conversations
     cut = fit_turns(tok, template, [chats[i] for i in long], tc.max_length, of(tools, long)) if truncate else [None] * len(long)
@@ -90,7 +107,7 @@ def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
     if kept:  # the cut conversations rendered again, together
         r = render_chats(tok, template, [c for _, c in kept], tools=of(tools, [i for i, _ in kept]), **how)
         for (i, _), x, y in zip(kept, r["input_ids"], r["labels"]): ids[i], labels[i] = x, y
-    return ids, labels, fate
+    return ids, labels, fate, why
 
 # %% ../nbs/21_tokenize.ipynb #tc000005
 def chat_of(text:str, # a stored conversation (`encode_turns`)
@@ -107,10 +124,10 @@ def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plai
                      template:str|None, # the chat template, when there are conversations
                      tc # `Config.tokenize`
                     ) -> dict:
-    "input_ids, labels and fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) of each record."
+    "input_ids, labels, fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) and why of each record."
     texts = batch["text"]
     chats = [decode_turns(t) for t in texts]
-    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts)}
+    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts), "why": [""] * len(texts)}
     for i in (i for i, c in enumerate(chats) if c is not None and pair_of(c)): out["fate"][i], chats[i] = "preference", None
     plain = [i for i, c in enumerate(chats) if c is None and out["fate"][i] == "text"]
     for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
@@ -119,7 +136,7 @@ def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plai
     if talk:
         messages, tools = zip(*(chat_of(texts[i], chats[i], metas[i]) for i in talk))
         for i, *row in zip(talk, *tokenize_chats(list(messages), tok, template, tc, list(tools))):
-            for k, v in zip(("input_ids", "labels", "fate"), row): out[k][i] = v
+            for k, v in zip(("input_ids", "labels", "fate", "why"), row): out[k][i] = v
     return out
 
 # %% ../nbs/21_tokenize.ipynb #tc000008
@@ -330,7 +347,7 @@ def save_split(ds, # a `datasets.Dataset` of examples
     return folder
 
 # %% ../nbs/21_tokenize.ipynb #tk000c02
-FATES = ("kept", "truncated", "too_long", "first_answer_too_long")  # what can become of a conversation
+FATES = ("kept", "truncated", "too_long", "first_answer_too_long", "unrenderable")  # what can become of a conversation
 
 def conversation_template(src:Path, # clean/clean.parquet
                           tok, # the model's tokenizer
@@ -353,24 +370,50 @@ def chat_counts(ids) -> dict:
     return dict(records=talk.num_rows, preference_pairs=pairs, **{f: fates[f] for f in FATES}, tokens=len(labels),
                 trained_tokens=int(pc.sum(pc.not_equal(labels, -100)).as_py() or 0))
 
+def write_unrenderable(ids, # `tokenize_records`' output, with the records' `file` and `line` where clean.parquet has them
+                       folder:Path # the stage's folder: rejected.jsonl is written there
+                      ) -> list[dict]:
+    "The conversations the template could not render, as dead letters {file, line, reason} in `folder`/rejected.jsonl (none: no file)."
+    bad = ids.filter(lambda f: [x == "unrenderable" for x in f], input_columns="fate", batched=True)
+    letters = [dict(file=r.get("file"), line=r.get("line"), reason=r["why"])
+               for r in bad.select_columns([c for c in ("file", "line", "why") if c in bad.column_names])]
+    path = Path(folder)/"rejected.jsonl"
+    if letters: path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in letters), encoding="utf-8")
+    else: path.unlink(missing_ok=True)  # none: no file (an earlier run's goes)
+    return letters
+
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
+def _unrenderable(ids, out:Path, talk:dict):
+    "Dead letters of the conversations the template cannot render; a `ConfigError` with the first reason when none renders."
+    if not (bad := write_unrenderable(ids, out)): return
+    where = f"{bad[0]['file']}:{bad[0]['line']}: {bad[0]['reason']}"
+    if len(bad) == talk["records"]:
+        raise ConfigError(f"tokenize: the chat template renders none of the {len(bad)} conversations "
+                          f"(tokenize/rejected.jsonl), e.g. {where}")
+    print(f"tokenize: {len(bad)} of {talk['records']} conversations the chat template cannot render, left out "
+          f"(tokenize/rejected.jsonl), e.g. {where}")
+
 TOKENIZE = Stage("tokenize", reads=("clean/clean.parquet", "model"), writes=("tokenize",))
 
 @TOKENIZE
 def run_tokenize(cfg, run) -> dict:
     "clean/clean.parquet → tokenize/{train,eval} (datasets), split.json, lengths.png, tokenizer; token counts."
+    import pyarrow.parquet as pq
     from datasets import Dataset
     tc = cfg.tokenize
     src, out = run.input("clean/clean.parquet"), run.stage_dir("tokenize")
     tok = set_padding_side(load_tokenizer(base_model_path(run), cfg.model.trust_remote_code), tc)
     template = conversation_template(src, tok, tc)
-    ids = Dataset.from_parquet(str(src), columns=["text", "meta"]).map(
+    cols = ["text", "meta"] + [c for c in ("file", "line") if c in pq.read_schema(src).names]  # where a record came from
+    ids = Dataset.from_parquet(str(src), columns=cols).map(
         # datasets 5 starts a pool for num_proc=1 too (pickling the tokenizer, and this function from a notebook)
         tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc if tc.num_proc > 1 else None,
         remove_columns=["text", "meta"],
         fn_kwargs=dict(tok=tok, template=template, tc=tc), desc="tokenize")
     talk = chat_counts(ids) if template else None
+    if talk: _unrenderable(ids, out, talk)
     ids = ids.filter(lambda f: [x in ("text", "kept", "truncated") for x in f], input_columns="fate", batched=True)
+    ids = ids.remove_columns([c for c in ("file", "line", "why") if c in ids.column_names])
     if not len(ids) and talk: raise ConfigError(f"tokenize.max_length={tc.max_length} is shorter than every "
                                                 f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
@@ -389,7 +432,8 @@ def run_tokenize(cfg, run) -> dict:
     if talk:
         talk["batches"] = batches
         print(f"tokenize: conversations: {talk['kept']} kept, {talk['truncated']} truncated, "
-              f"{talk['records'] - talk['kept'] - talk['truncated']} dropped as too long; "
+              f"{talk['too_long'] + talk['first_answer_too_long']} dropped as too long"
+              + (f", {talk['unrenderable']} unrenderable" if talk["unrenderable"] else "") + "; "
               f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches}"
               + (f"; {talk['preference_pairs']} preference pairs left to the preference stage" if talk["preference_pairs"] else ""))
     run.record("tokenize", outputs=[out], counts=counts)

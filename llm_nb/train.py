@@ -21,10 +21,10 @@ from .tokenize import collate_samples, grouped_padding, set_padding_side
 
 # %% auto #0
 __all__ = ['MARKER', 'RESUMABLE', 'PREEMPTED_EXIT', 'PREEMPTED_NOTE', 'PREEMPT_SIGNALS', 'TRAIN', 'precision', 'check_optimizer',
-           'training_args', 'train_fingerprint', 'CheckpointMarker', 'complete_checkpoints', 'resume_checkpoint',
-           'NanLoss', 'all_finite', 'NanGuard', 'GuardedTrainer', 'join_deepspeed', 'build_trainer',
-           'clear_checkpoints', 'any_rank', 'PreemptStop', 'catch_preemption', 'Preempted', 'note_preempted', 'fit',
-           'save_adapter', 'run_train', 'nan_at']
+           'fsdp_args', 'training_args', 'train_fingerprint', 'CheckpointMarker', 'complete_checkpoints',
+           'resume_checkpoint', 'NanLoss', 'all_finite', 'NanGuard', 'fsdp_on_cpu_ranks', 'GuardedTrainer',
+           'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'any_rank', 'PreemptStop', 'catch_preemption',
+           'Preempted', 'note_preempted', 'fit', 'save_adapter', 'train_engine', 'run_train', 'nan_at']
 
 # %% ../nbs/24_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -51,6 +51,15 @@ def check_optimizer(tc, # `Config.train`
         raise ConfigError(f"train.optim={tc.optim} needs bitsandbytes: pip install bitsandbytes")
 
 # %% ../nbs/24_train.ipynb #96abce73
+def fsdp_args(cfg # the run's `Config`
+             ) -> dict|None:
+    "The Trainer's `fsdp_config` for `cfg.fsdp` (transformers 5's keys), or None when FSDP is off."
+    f = cfg.fsdp
+    if f.version == "off": return None
+    return dict(version=f.version, reshard_after_forward=f.reshard_after_forward, cpu_offload=f.cpu_offload,
+                activation_checkpointing=f.activation_checkpointing, auto_wrap_policy="TRANSFORMER_BASED_WRAP",
+                state_dict_type="SHARDED_STATE_DICT" if f.state_dict == "sharded" else "FULL_STATE_DICT")
+
 def training_args(cfg, # the run's `Config`
                   out_dir:Path, # the Trainer's output folder (checkpoints)
                   use_cpu:bool, # train on the CPU even when a GPU is there
@@ -73,7 +82,8 @@ def training_args(cfg, # the run's `Config`
         metric_for_best_model="eval_loss" if t.load_best_model_at_end else None,
         bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        torch_compile=t.torch_compile, deepspeed=ds, report_to=report_to, use_cpu=use_cpu,
+        torch_compile=t.torch_compile, deepspeed=ds, fsdp=bool(fsdp_args(cfg)) or None, fsdp_config=fsdp_args(cfg),
+        report_to=report_to, use_cpu=use_cpu,
         seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0,
         train_sampling_strategy="group_by_length" if by_length else "random",
         remove_unused_columns=False,  # the collator reads seq_lengths, which is no argument of the model
@@ -90,7 +100,7 @@ def train_fingerprint(cfg) -> dict: # the run's `Config`
     data = dict(model=cfg.model.model_dump(mode="json"), lora=cfg.lora.model_dump(mode="json"),
                 tokenize=cfg.tokenize.model_dump(mode="json"), deepspeed=cfg.deepspeed.model_dump(mode="json"),
                 train={k: v for k, v in cfg.train.model_dump(mode="json").items() if k not in RESUMABLE},
-                seed=cfg.run.seed)
+                seed=cfg.run.seed, **({"fsdp": cfg.fsdp.model_dump(mode="json")} if cfg.fsdp.version != "off" else {}))
     return dict(config=data, sha=hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16])
 
 # %% ../nbs/24_train.ipynb #c0000004
@@ -203,8 +213,29 @@ class NanGuard:
         sched = self.lr_scheduler
         if hasattr(sched, "base_lrs"): sched.base_lrs = [b * self.lr_scale for b in sched.base_lrs]
 
+def fsdp_on_cpu_ranks(trainer) -> None:
+    """Turn on the FSDP plugin the Trainer asked for where accelerate left it off: on CPU ranks (gloo). accelerate
+    (1.16, `AcceleratorState`) turns FSDP on for accelerator types only, and a CPU job asked for FSDP would run as DDP
+    without a word; PyTorch's `fully_shard` runs on CPU ranks, so the plugin is set as accelerate sets it on a GPU."""
+    from accelerate import PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+    state = trainer.accelerator.state
+    if trainer.args.fsdp_plugin_args is None or trainer.is_fsdp_enabled: return
+    if state.distributed_type == DistributedType.NO:
+        raise ConfigError("fsdp.version=2 shards the model over ranks, and this job is one process: launch it on "
+                          "several (`llm_nb launch`), or set fsdp.version: off")
+    if state.distributed_type != DistributedType.MULTI_CPU:  # anything else accelerate should have done itself
+        raise ConfigError(f"fsdp.version is set, but accelerate runs this job as {state.distributed_type}, not FSDP")
+    state.fsdp_plugin = FullyShardedDataParallelPlugin(**trainer.args.fsdp_plugin_args)
+    # the process's state too: each `AcceleratorState()` made later copies its distributed type from it
+    PartialState().distributed_type = state.distributed_type = DistributedType.FSDP
+    trainer.is_fsdp_enabled = True
+
 class GuardedTrainer(NanGuard, SFTTrainer):
-    "TRL's `SFTTrainer` with the `NanGuard`: the NaN policy and a learning rate that a rollback can scale."
+    "TRL's `SFTTrainer` with the `NanGuard`: the NaN policy and a learning rate that a rollback can scale; FSDP on CPU ranks too."
+    def create_accelerator_and_postprocess(self):
+        super().create_accelerator_and_postprocess()
+        fsdp_on_cpu_ranks(self)
 
 # %% ../nbs/24_train.ipynb #d0000001
 def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather than CUDA (NCCL)
@@ -365,13 +396,20 @@ def fit(cfg, # the run's `Config`: train.resume, nan_policy, max_rollbacks; trac
 def save_adapter(trainer, # a trained `Trainer`
                  path:Path # the folder to write
                 ) -> None:
-    "Save the LoRA adapter (gathered from all ranks under ZeRO-3) and the tokenizer it was trained with, from rank 0."
-    state = trainer.accelerator.get_state_dict(trainer.deepspeed) if trainer.is_deepspeed_enabled else None
+    "Save the LoRA adapter (gathered from all ranks under ZeRO-3 and FSDP2) and the tokenizer it was trained with, from rank 0."
+    sharded = trainer.deepspeed if trainer.is_deepspeed_enabled else trainer.model if trainer.is_fsdp_enabled else None
+    state = trainer.accelerator.get_state_dict(sharded) if sharded is not None else None  # every rank takes part
     if not trainer.args.should_save: return
     trainer.accelerator.unwrap_model(trainer.model).save_pretrained(path, state_dict=state)
     trainer.processing_class.save_pretrained(path)  # its chat template goes with the adapter
 
 # %% ../nbs/24_train.ipynb #617cdfe5
+def train_engine(trainer) -> str:
+    "How the job's ranks hold the model: `zero-N` (DeepSpeed), `fsdp2`, `ddp` or `one process`."
+    if trainer.is_deepspeed_enabled: return f"zero-{trainer.accelerator.deepspeed_config['zero_optimization']['stage']}"
+    if trainer.is_fsdp_enabled: return "fsdp2" if trainer.accelerator.is_fsdp2 else "fsdp1"
+    return "ddp" if trainer.args.world_size > 1 else "one process"
+
 def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
     "Steps, first and last logged loss, eval loss, parameter counts, tokens seen, NaN events (and batches' padding)."
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
@@ -379,7 +417,7 @@ def _train_counts(cfg, trainer, res, events:list, ev:dict) -> dict:
     pad = {"padding_share": round(grouped_padding(np.array(ds["length"]), a.per_device_train_batch_size, a.seed), 4)} \
           if "length" in ds.column_names else {}  # conversations one per example, batched by length
     return dict(steps=steps, first_loss=losses[0], last_loss=losses[-1], train_loss=res.training_loss,
-                eval_loss=ev.get("eval_loss"), nan_events=len(events), world_size=a.world_size,
+                eval_loss=ev.get("eval_loss"), nan_events=len(events), world_size=a.world_size, engine=train_engine(trainer),
                 **pad,
                 **{f"params_{k}": v for k, v in count_params(trainer.model).items()},
                 tokens_seen=steps * a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size

@@ -131,7 +131,8 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arg
 
 def test_tool_calls_and_reasoning_through_ingest_clean_and_tokenize(tmp_path):
     """A tool-use conversation with reasoning keeps its tools, its call and its reasoning through ingest and clean (PII in
-    the reasoning redacted: it travels in the answer's text), and tokenize trains the call, never the tool's result."""
+    the reasoning redacted: it travels in the answer's text; and in the call's arguments, which travel in `meta`), and
+    tokenize trains the call, never the tool's result."""
     from llm_nb.records import stored_chat
     from llm_nb.tokenize import tokenize_records
     from llm_nb.families import family_tokenizer
@@ -140,7 +141,7 @@ def test_tool_calls_and_reasoning_through_ingest_clean_and_tokenize(tmp_path):
     rec = {"tools": json.dumps([WEATHER], ensure_ascii=False), "messages": [  # tools as LLaMA-Factory writes them: JSON text
         {"role": "user", "content": "巴黎明天天气怎样？"},
         {"role": "assistant", "content": None, "reasoning_content": f"先查天气，有事打 {PHONE}。",
-         "tool_calls": [dict(CALL, function=dict(CALL["function"], arguments=json.dumps({"city": "巴黎"})))]},
+         "tool_calls": [dict(CALL, function=dict(CALL["function"], arguments=json.dumps({"city": "巴黎", "note": f"回电 {PHONE}"})))]},
         {"role": "tool", "tool_call_id": "c1", "content": "晴 20°C"},
         {"role": "assistant", "content": "<think>\n工具说晴。\n</think>\n\n巴黎明天晴。"}]}
     (raw := tmp_path/"raw").mkdir()
@@ -148,12 +149,14 @@ def test_tool_calls_and_reasoning_through_ingest_clean_and_tokenize(tmp_path):
     cfg = load_config({"run": {"root": str(tmp_path/"runs"), "name": "tools"}, "ingest": {"sources": [{"path": str(raw/"*")}]},
                        "clean": {"near_dedup": False}})
     run = Run.create(cfg)
-    assert run_ingest(cfg, run)["kept"] == 1 and run_clean(cfg, run)["rows_out"] == 1
+    assert run_ingest(cfg, run)["kept"] == 1 and (c := run_clean(cfg, run))["rows_out"] == 1
+    assert c["pii"]["phone"] == 2, c["pii"]  # the reasoning's and the call's
     (row,) = pq.read_table(run.dir/"clean"/"clean.parquet").to_pylist()
     chat = stored_chat(row["text"], json.loads(row["meta"]))
     assert chat["tools"] == [WEATHER]
     call, result, answer = chat["messages"][1:]
-    assert (call["content"], call["tool_calls"]) == ("", [CALL])  # arguments an object, whatever the record wrote
+    redacted = dict(CALL, function=dict(CALL["function"], arguments={"city": "巴黎", "note": f"回电 {placeholder('phone')}"}))
+    assert (call["content"], call["tool_calls"]) == ("", [redacted])  # arguments an object, whatever the record wrote
     assert call["reasoning_content"] == f"先查天气，有事打 {placeholder('phone')}。"
     assert (result["role"], result["tool_call_id"], result["content"]) == ("tool", "c1", "晴 20°C")
     assert (answer["reasoning_content"], answer["content"]) == ("工具说晴。", "巴黎明天晴。")
@@ -161,5 +164,6 @@ def test_tool_calls_and_reasoning_through_ingest_clean_and_tokenize(tmp_path):
     r = tokenize_records({"text": [row["text"]], "meta": [row["meta"]]}, tok, named_template("qwen3", {"enable_thinking": True}),
                          TokenizeCfg(max_length=512))
     trained = tok.decode([t for t in r["labels"][0] if t != -100])
-    assert '{"name": "get_weather", "arguments": {"city": "巴黎"}}' in trained and "巴黎明天晴。" in trained, trained
+    assert '{"name": "get_weather", "arguments": {"city": "巴黎", "note": "回电 <PHONE>"}}' in trained, trained
+    assert "巴黎明天晴。" in trained and PHONE not in trained, trained
     assert "晴 20°C" not in trained and "巴黎明天天气" not in trained, trained

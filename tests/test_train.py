@@ -9,6 +9,8 @@ from llm_nb.model import base_model_path
 from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
+from llm_nb.launch import launch_argv
+from safetensors.torch import load_file
 from conftest import kill_9_once
 
 LLM_NB = shutil.which("llm_nb")
@@ -79,14 +81,10 @@ def eval_losses(run_dir:Path) -> tuple[float, float]:
     ("zero3_offload", {"deepspeed.stage": 3, "deepspeed.offload_optimizer": True, "deepspeed.offload_params": True}),
 ])
 def test_deepspeed_two_ranks_trains_and_saves_a_model_that_loads_and_matches(prepared, tmp_path, name, ds):
-    cfg = job_config(prepared, tmp_path, name, **{"train.max_steps": 6, "train.batch_size": 4, **ds})
-    with socket.socket() as sock: sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]  # torchrun hangs on 0
-    r = subprocess.run(["torchrun", "--nproc-per-node", "2", "--master-port", str(port), LLM_NB, "run", cfg,
-                        "--stages", "train"], capture_output=True, text=True, env=ENV, timeout=1200)
-    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    r = torchrun_train(job_config(prepared, tmp_path, name, **{"train.max_steps": 6, "train.batch_size": 4, **ds}))
     assert r.stdout.count("train: 2 rank(s) × micro-batch 4 × grad_accum 1 = global batch 8") == 1, r.stdout
     rep = json.loads((tmp_path/name/"report.json").read_text())["stages"]["train"]
-    assert (rep["steps"], rep["world_size"]) == (6, 2), rep
+    assert (rep["steps"], rep["world_size"], rep["engine"]) == (6, 2, name.split("_")[0].replace("zero", "zero-")), rep
     assert rep["last_loss"] < rep["first_loss"], rep
     counted = json.loads((tmp_path/name/"model"/"model.json").read_text())  # by the model stage, on one process
     assert (rep["params_total"], rep["params_trainable"]) == (counted["total"], counted["trainable"]), rep
@@ -94,3 +92,39 @@ def test_deepspeed_two_ranks_trains_and_saves_a_model_that_loads_and_matches(pre
     # the Trainer's eval loss on 2 ranks weights the 7 eval blocks slightly unevenly (padding to a multiple of the
     # ranks, then a truncated gather): 0.02 covers that, and is far below what training changed (> 0.3)
     assert abs(tuned - rep["eval_loss"]) < 0.02 and base - tuned > 0.3, (tuned, base, rep)
+
+def free_port() -> int:
+    with socket.socket() as sock: sock.bind(("127.0.0.1", 0)); return sock.getsockname()[1]  # torchrun hangs on 0
+
+def torchrun_train(cfg:Path, argv:list|None=None) -> subprocess.CompletedProcess:
+    "`llm_nb run CFG --stages train` on 2 CPU ranks (torchrun, gloo, on a free port), or as `argv` starts it."
+    argv = argv or ["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), LLM_NB, "run", cfg, "--stages", "train"]
+    r = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=1200)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    return r
+
+def test_fsdp2_two_ranks_trains_saves_and_resumes_exactly(prepared, tmp_path):
+    """FSDP2 (PyTorch's fully_shard through the Trainer) on 2 CPU ranks: the adapter it saves loads and scores as the
+    Trainer said; a job resumed from its sharded checkpoint at step 3, started by `accelerate launch` as `llm_nb launch`
+    writes it, logs the same losses and ends with the same adapter."""
+    steps = {"train.max_steps": 6, "train.batch_size": 4, "train.save_steps": 3, "train.resume": "auto", "fsdp.version": 2}
+    torchrun_train(job_config(prepared, tmp_path, "whole", **steps))
+    rep = json.loads((tmp_path/"whole"/"report.json").read_text())["stages"]["train"]
+    assert (rep["steps"], rep["world_size"], rep["engine"]) == (6, 2, "fsdp2"), rep
+    ck = tmp_path/"whole"/"train"/"checkpoints"/"checkpoint-3"
+    assert sorted(p.name for p in ck.glob("*fsdp*")), sorted(p.name for p in ck.iterdir())  # FSDP's sharded folders
+    tuned, base = eval_losses(tmp_path/"whole")
+    assert abs(tuned - rep["eval_loss"]) < 0.02 and base - tuned > 0.3, (tuned, base, rep)
+    cfg = job_config(prepared, tmp_path, "resumed", **steps, **{"launch.launcher": "accelerate", "launch.nproc_per_node": 2,
+                                                               "launch.master_port": free_port()})
+    shutil.copytree(ck, tmp_path/"resumed"/"train"/"checkpoints"/"checkpoint-3")
+    argv = launch_argv(load_config(cfg), cfg)
+    assert argv[:2] == ["accelerate", "launch"], argv
+    assert "train: resuming from checkpoint-3" in torchrun_train(cfg, argv).stdout
+    again = json.loads((tmp_path/"resumed"/"report.json").read_text())["stages"]["train"]
+    assert (again["steps"], again["world_size"], again["engine"]) == (6, 2, "fsdp2"), again
+    want, got = logged_losses(tmp_path/"whole"), logged_losses(tmp_path/"resumed")
+    assert sorted(got) == sorted(want) == list(range(1, 7)), (got, want)
+    for step in range(4, 7): assert abs(got[step] - want[step]) < 1e-4, (step, got[step], want[step])
+    a, b = (load_file(str(tmp_path/n/"train"/"adapter"/"adapter_model.safetensors")) for n in ("whole", "resumed"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a), "the adapters differ"
