@@ -69,7 +69,7 @@ def training_args(cfg, # the run's `Config`
                   by_length:bool=False # batches of like length (examples with a `length` column: tokenize grouped them)
                  ):
     "TRL's `SFTConfig` (its `TrainingArguments`) from `cfg.train` (transformers 5 names)."
-    t, plan = cfg.train, batch_plan(cfg, world_size())
+    t, plan, fs = cfg.train, batch_plan(cfg, world_size()), fsdp_args(cfg)
     steps = lambda n: ("steps", n) if n else ("no", None)
     (save, save_n), (ev, ev_n) = steps(t.save_steps), steps(t.eval_steps)
     return SFTConfig(
@@ -82,7 +82,7 @@ def training_args(cfg, # the run's `Config`
         metric_for_best_model="eval_loss" if t.load_best_model_at_end else None,
         bf16=prec == "bf16", fp16=prec == "fp16", activation_checkpointing=t.gradient_checkpointing,  # 5.x's name
         activation_checkpointing_kwargs=dict(use_reentrant=False) if t.gradient_checkpointing else None,
-        torch_compile=t.torch_compile, deepspeed=ds, fsdp=bool(fsdp_args(cfg)) or None, fsdp_config=fsdp_args(cfg),
+        torch_compile=t.torch_compile, deepspeed=ds, fsdp=True if fs else None, fsdp_config=fs,
         report_to=report_to, use_cpu=use_cpu,
         seed=cfg.run.seed, data_seed=cfg.run.seed, dataloader_num_workers=0,
         train_sampling_strategy="group_by_length" if by_length else "random",

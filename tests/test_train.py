@@ -1,7 +1,6 @@
 "Training as a job runs it: killed with SIGKILL and resumed exactly (batches grouped by length); DeepSpeed ZeRO-2 and ZeRO-3 + offload on 2 ranks."
 import json, os, shutil, subprocess
 from pathlib import Path
-import socket
 import pytest, torch
 from datasets import load_from_disk
 from llm_nb.config import load_config, to_yaml
@@ -10,6 +9,7 @@ from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
 from llm_nb.launch import launch_argv
+from llm_nb.serve import free_port
 from safetensors.torch import load_file
 from conftest import kill_9_once
 
@@ -81,7 +81,7 @@ def eval_losses(run_dir:Path) -> tuple[float, float]:
     ("zero3_offload", {"deepspeed.stage": 3, "deepspeed.offload_optimizer": True, "deepspeed.offload_params": True}),
 ])
 def test_deepspeed_two_ranks_trains_and_saves_a_model_that_loads_and_matches(prepared, tmp_path, name, ds):
-    r = torchrun_train(job_config(prepared, tmp_path, name, **{"train.max_steps": 6, "train.batch_size": 4, **ds}))
+    r = train_job(job_config(prepared, tmp_path, name, **{"train.max_steps": 6, "train.batch_size": 4, **ds}))
     assert r.stdout.count("train: 2 rank(s) × micro-batch 4 × grad_accum 1 = global batch 8") == 1, r.stdout
     rep = json.loads((tmp_path/name/"report.json").read_text())["stages"]["train"]
     assert (rep["steps"], rep["world_size"], rep["engine"]) == (6, 2, name.split("_")[0].replace("zero", "zero-")), rep
@@ -93,11 +93,8 @@ def test_deepspeed_two_ranks_trains_and_saves_a_model_that_loads_and_matches(pre
     # ranks, then a truncated gather): 0.02 covers that, and is far below what training changed (> 0.3)
     assert abs(tuned - rep["eval_loss"]) < 0.02 and base - tuned > 0.3, (tuned, base, rep)
 
-def free_port() -> int:
-    with socket.socket() as sock: sock.bind(("127.0.0.1", 0)); return sock.getsockname()[1]  # torchrun hangs on 0
-
-def torchrun_train(cfg:Path, argv:list|None=None) -> subprocess.CompletedProcess:
-    "`llm_nb run CFG --stages train` on 2 CPU ranks (torchrun, gloo, on a free port), or as `argv` starts it."
+def train_job(cfg:Path, argv:list|None=None) -> subprocess.CompletedProcess:
+    "`llm_nb run CFG --stages train` on 2 CPU ranks (torchrun, gloo, on a free port: torchrun hangs on 0), or as `argv` starts it."
     argv = argv or ["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), LLM_NB, "run", cfg, "--stages", "train"]
     r = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=1200)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
@@ -110,9 +107,9 @@ def test_fsdp2_two_ranks_trains_saves_and_resumes_exactly(prepared, tmp_path):
     same losses and ends with the same adapter."""
     steps = {"train.max_steps": 6, "train.batch_size": 4, "train.save_steps": 3, "train.resume": "auto",
              "lora.modules_to_save": []}
-    torchrun_train(job_config(prepared, tmp_path, "ddp", **steps))
+    train_job(job_config(prepared, tmp_path, "ddp", **steps))
     steps["fsdp.version"] = 2
-    torchrun_train(job_config(prepared, tmp_path, "whole", **steps))
+    train_job(job_config(prepared, tmp_path, "whole", **steps))
     rep = json.loads((tmp_path/"whole"/"report.json").read_text())["stages"]["train"]
     assert (rep["steps"], rep["world_size"], rep["engine"]) == (6, 2, "fsdp2"), rep
     ck = tmp_path/"whole"/"train"/"checkpoints"/"checkpoint-3"
@@ -126,7 +123,7 @@ def test_fsdp2_two_ranks_trains_saves_and_resumes_exactly(prepared, tmp_path):
     shutil.copytree(ck, tmp_path/"resumed"/"train"/"checkpoints"/"checkpoint-3")
     argv = launch_argv(load_config(cfg), cfg)
     assert argv[:2] == ["accelerate", "launch"], argv
-    assert "train: resuming from checkpoint-3" in torchrun_train(cfg, argv).stdout
+    assert "train: resuming from checkpoint-3" in train_job(cfg, argv).stdout
     again = json.loads((tmp_path/"resumed"/"report.json").read_text())["stages"]["train"]
     assert (again["steps"], again["world_size"], again["engine"]) == (6, 2, "fsdp2"), again
     want, got = logged_losses(tmp_path/"whole"), logged_losses(tmp_path/"resumed")
