@@ -503,6 +503,7 @@ class TrackCfg(Section):
     wandb: Literal["auto", "offline", "online", "disabled"] = "auto"
     wandb_project: str = "llm_nb"
     wandb_tags: list[str] = []  # besides those from the config: the model, "lora", the ZeRO stage
+    wandb_keep: int = Field(1, ge=0)  # W&B runs a stage keeps, the newest (a rerun replaces the oldest); 0: all
 
 # %% ../nbs/00_config.ipynb #3c1d0a51
 class LocalTask(Section):

@@ -11,9 +11,10 @@ import yaml
 from fastcore.basics import patch
 from pydantic import BaseModel, ValidationError
 from .config import Config, ConfigError, check_paths, explain_error, keys_named, load_config, to_yaml
+from .run import project_root
 
 # %% auto #0
-__all__ = ['field_comments', 'field_control', 'section_rows', 'form_values', 'error_key', 'ConfigEditor']
+__all__ = ['field_comments', 'field_control', 'section_rows', 'form_values', 'error_key', 'config_changes', 'ConfigEditor']
 
 # %% ../nbs/06_editor.ipynb #w0000007
 def field_comments(cls:type[BaseModel]) -> dict[str, str]: # a config section
@@ -113,14 +114,34 @@ def error_key(loc:str, # a dotted key or a `check_paths` key (`ingest.sources[0]
         if (k := ".".join(parts[:n])) in keys: return k
     return next((k for k in keys if k.startswith(parts[0] + ".")), next(iter(keys)))
 
+# %% ../nbs/06_editor.ipynb #w0000051
+def config_changes(before:dict, # a config as data (`model_dump()`): the defaults
+                   after:dict, # the config now
+                   prefix:str="" # the dotted key they are under
+                  ) -> list[tuple[str, object, object]]:
+    "(dotted key, before, after) for every leaf value that differs."
+    out = []
+    for k, v in after.items():
+        was = before.get(k) if isinstance(before, dict) else None
+        if isinstance(v, dict) and isinstance(was, dict): out += config_changes(was, v, f"{prefix}{k}.")
+        elif v != was: out.append((f"{prefix}{k}", was, v))
+    return out
+
+def _short(value, width:int=40) -> str:
+    "`value` as YAML on one line, cut to `width` characters."
+    text = _yaml_text(value).replace("\n", " ")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
 # %% ../nbs/06_editor.ipynb #w0000022
 class ConfigEditor:
     "A form for a whole `Config`: a page per section, Check / Save / Load, `config` for the validated result."
     def __init__(self, cfg:Config|None=None, # what the form starts from (default: the defaults)
                  path:str|Path="config.yaml", # where Save writes and Load reads
-                 section:str="run" # the page it opens on: a stage notebook opens its own section
+                 section:str="run", # the page it opens on: a stage notebook opens its own section
+                 defaults:Config|None=None # what the line of changes compares with (default: `cfg`)
                 ):
         self.data, self.controls, self.errors = (cfg or Config()).model_dump(), {}, {}
+        self.defaults = (defaults or cfg or Config()).model_dump()
         self.names = list(Config.model_fields)
         self.pages = W.Stack(children=[W.VBox() for _ in self.names])
         # buttons that wrap onto a second line rather than tabs that cut their titles short
@@ -130,15 +151,20 @@ class ConfigEditor:
         self.buttons = {n: W.Button(description=n) for n in ("Check", "Save", "Load")}
         for n, b in self.buttons.items(): b.on_click(lambda _, n=n: getattr(self, n.lower())())
         self.status = W.HTML()  # above the fields: what Check finds is seen without scrolling
-        self.widget = W.VBox([W.HBox([self.path, *self.buttons.values()]), self.status, self.sections, self.pages])
+        self.changes, self.origin = W.HTML(), ""  # what differs from the defaults; where the values came from
+        self.widget = W.VBox([W.HBox([self.path, *self.buttons.values()]), self.status, self.changes, self.sections,
+                              self.pages])
         self.show(section)
+        self._show_changes()
 
     def page(self, section:str) -> W.VBox:
         "The `section`'s page, its rows made the first time it is asked for."
         box = self.pages.children[self.names.index(section)]
         if not box.children:
+            before = set(self.controls)
             box.children = section_rows(Config.model_fields[section].annotation, self.data[section], section,
                                         self.controls)
+            for key in self.controls.keys() - before: self.controls[key][0].observe(self._show_changes, "value")
         return box
 
     def show(self, section:str) -> None:
@@ -165,6 +191,15 @@ def _show_errors(self:ConfigEditor, errs:dict) -> None:
     lines = "<br>".join(map(_text, errs.values()))
     self.status.value = red.format(f"{n} problem{'s' * (n > 1)}:<br>{lines}") if errs else \
         "<span style='color:#1b5e20'>valid</span>"
+
+@patch
+def _show_changes(self:ConfigEditor, *_) -> None:
+    "Show, under the buttons, each value that differs from the defaults (and where the form's values came from)."
+    changes = config_changes(self.defaults, form_values(self.controls, self.data)[0])
+    lines = [f"<code>{k}</code> {_text(_short(a))} → {_text(_short(b))}" for k, a, b in changes]
+    head = f"{len(lines)} change{'s' * (len(lines) > 1)} from the defaults"
+    head += f" ({self.origin})" if self.origin else ""
+    self.changes.value = f"{head}: " + "; ".join(lines) if lines else ""
 
 @patch
 def _error_key(self:ConfigEditor, loc:str) -> str:
@@ -223,3 +258,36 @@ def config(self:ConfigEditor) -> Config:
     "The form's validated `Config`; `ConfigError` with every error line when it is not valid."
     if (cfg := self.check()) is not None: return cfg
     raise ConfigError("\n".join(self.errors.values()))
+
+# %% ../nbs/06_editor.ipynb #w0000061
+_KEPT = {}  # run name -> the form `ConfigEditor.kept` made for it in this kernel
+
+def _last_ran(name:str, # a run's name
+              defaults:Config # the defaults: the run folder's place is theirs
+             ) -> tuple[Config|None, str]:
+    "(the config that last ran in `runs/<name>`, or None; what to say about it)."
+    import os
+    from llm_nb.testing import TEMP_RUNS  # `run_until(..., name=)` keeps a notebook's run in runs/<name>
+    p = project_root()/"runs"/name/"config.yaml"
+    if os.environ.get(TEMP_RUNS) or not p.exists(): return None, ""
+    try: data = load_config(p).model_dump()
+    except ConfigError as e:
+        return None, f"runs/{name}/config.yaml does not load ({str(e).splitlines()[0]}): the defaults"
+    data["run"] |= {k: getattr(defaults.run, k) for k in ("root", "name")}
+    return Config.model_validate(data), f"as it last ran in runs/{name}"
+
+@patch(cls_method=True)
+def kept(cls:ConfigEditor, name:str, # the run's name (`run_until(..., name=)`)
+         defaults:Config|None=None, # the config the notebook starts from
+         section:str="run" # the page a new form opens on
+        ) -> ConfigEditor:
+    "The form of run `name` that keeps what was typed through Run All and, after a restart, what last ran."
+    defaults = defaults or Config()
+    old = _KEPT.get(name)
+    if old is not None and old.defaults == defaults.model_dump(): return old
+    cfg, origin = _last_ran(name, defaults)
+    form = cls(cfg or defaults, section=section, defaults=defaults)
+    form.origin = origin
+    form._show_changes()
+    _KEPT[name] = form
+    return form

@@ -13,7 +13,7 @@ from lm_eval.api.model import TemplateLM
 from tqdm.auto import tqdm
 from .config import ConfigError
 from .env import cuda_available, peft_quietly
-from .run import Stage, git_revision, save_figure, show_table
+from .run import Stage, git_revision, save_figure, show_scores, show_table
 from .track import log_scores
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer
 from .tokenize import EXAMPLE_COLUMNS, collate_samples
@@ -501,7 +501,9 @@ def plot_lm_eval(scores:dict, # {model: {task: {metric: {value, stderr}}}}
                yerr=[v["stderr"] or 0 for _, v in main.values()], capsize=3, color="tab:blue")
         ax.set_title(f"{t} ({next(iter(main.values()))[0]})", fontsize=9)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    return save_figure(fig, path, dpi=LM_EVAL_DPI)
+    save_figure(fig, path, dpi=LM_EVAL_DPI)
+    plt.close(fig)  # shown once, by the stage (`show_scores`), not again by the notebook's inline backend
+    return Path(path)
 
 # %% ../nbs/30_evaluate.ipynb #pi000005
 PAIRED_BOOT = 10_000  # bootstrap resamples of the questions for each paired interval (seeded: the same interval each run)
@@ -623,7 +625,7 @@ def run_evaluate(cfg, run) -> dict:
         outputs += write_lm_eval(tasks, scores, out, items, paired) + [out/"tasks"]
         res["lm_eval"], res["paired"] = main_metrics(scores), paired
         if chat := chat_settings(ec, out/"tasks"): res["chat_tasks"] = chat  # what the scores move with
-        show_table("evaluate: lm-eval", lm_eval_markdown(scores))
+        show_scores("evaluate: lm-eval", lm_eval_markdown(scores), out/"lm_eval.png")
         show_table("evaluate: fine-tuned − base on the same questions (paired bootstrap)", paired_markdown(paired))
         res |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("evaluate", outputs=outputs, counts=res)

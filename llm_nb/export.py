@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from .evaluate import (MAX_GEN_TOKS, LogitsLM, lm_eval_markdown, lm_eval_scores, log_softmax, main_metrics,
                              paired_items, paired_markdown, write_lm_eval)
-from .run import Stage, save_figure, show_table
+from .run import Stage, save_figure, show_scores, show_table
 from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer, whole_modules
 from .track import log_scores
 from .env import LLAMA_CPP_VERSION, cache_dir, llama_cpp_src, peft_quietly
@@ -760,7 +760,7 @@ def run_export(cfg, # the run's config
     if scores:
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
         counts["lm_eval"], counts["paired"] = main_metrics(scores), paired
-        show_table("export: lm-eval, the same questions for every model", lm_eval_markdown(scores))
+        show_scores("export: lm-eval, the same questions for every model", lm_eval_markdown(scores), out/"lm_eval.png")
         if paired: show_table("export: each file − fine-tuned on the same questions (paired bootstrap)", paired_markdown(paired))
         counts |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("export", outputs=outputs, counts=counts)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json, time
 from pathlib import Path
 import numpy as np
-from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_tokenizer_fields, mask_check, missing_targets,
-                             tiny_family_model, vocab_file)
+from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_metadata, gguf_tokenizer_fields,
+                             mask_check, missing_targets, tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
 from .serve import LLAMA_REASONING_FORMAT, Server, free_port, llama_server_bin, why_failed
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
@@ -286,8 +286,7 @@ def family_row(name:str, # a key of `FAMILIES`
 
 def _gguf_arch(path:Path) -> str:
     "`general.architecture` of a GGUF file."
-    import gguf
-    return gguf.GGUFReader(str(path)).fields["general.architecture"].contents()
+    return gguf_metadata(path, "general.architecture")["general.architecture"]
 
 # %% ../nbs/93_family_matrix.ipynb #fm000014
 def matrix_markdown(rows:list[Row]) -> str:

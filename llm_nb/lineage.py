@@ -11,7 +11,7 @@ from .config import Config, ConfigError, expand, to_yaml
 from .run import Run, Stage, json_sha256, run_folder, sha256_file
 
 # %% auto #0
-__all__ = ['PLACE_KEYS', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read',
+__all__ = ['PLACE_KEYS', 'NOT_RUN', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read',
            'stages_recorded', 'file_sha256', 'current_files', 'reads_seed', 'left_out', 'stage_key', 'changed_files',
            'stale_reasons', 'stamp', 'find_run_dir', 'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init',
            'dvc_stage', 'write_dvc_files', 'lfs_attributes', 'git_lfs_track', 'config_inputs', 'dvc_caches',
@@ -169,13 +169,15 @@ def changed_files(run:Run, entry:dict, kind:str) -> list[str]:
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
     return [f"{kind[:-1]} {'missing' if now[bad[0]] is None else 'changed'}: {bad[0]}{more}"]
 
+NOT_RUN = "it has not run in this folder"  # the reason of a first run: the pipeline does not say it
+
 def stale_reasons(run:Run, # the run folder
                   name:str, # the stage's manifest name
                   key:dict|None # its key now, from `stage_key`
                  ) -> list[str]:
     "Why the stage must run again; [] when its recorded result still holds."
     entry = stages_recorded(run).get(name)
-    if entry is None: return ["it has not run in this folder"]
+    if entry is None: return [NOT_RUN]
     if key is None: return ["it reads an HTTP source, which can change at any time"]
     if (old := entry.get("cache")) is None: return ["its last run stored no key"]
     why = ["its code changed"] if old["code"] != key["code"] else []

@@ -8,9 +8,9 @@ import errno, json, os, time, traceback
 from pathlib import Path
 from .config import Config, ConfigError, check_paths, load_config
 from .run import (Run, RunError, disk_space, is_main_process, run_folder, save_figure, write_json_atomic,
-                        write_text_atomic)
+                        shown_path, write_text_atomic)
 from .stats import summarize_reports, summary_figure, summary_markdown, varying
-from .lineage import stage_key, stages_recorded, stale_reasons, stamp
+from .lineage import NOT_RUN, stage_key, stages_recorded, stale_reasons, stamp
 from .synth import run_synth
 from .ingest import run_ingest
 from .clean_datatrove import run_clean
@@ -74,7 +74,7 @@ def _run_or_skip(cfg:Config, run:Run, s:str, forced_by:str|None) -> bool:
     if not why:
         print(f"{s}: skipped: code, config, inputs and outputs unchanged since it ran (--force runs it)")
         return False
-    if is_main_process(): print(f"{s}: runs: {'; '.join(why)}")
+    if is_main_process() and why != [NOT_RUN]: print(f"{s}: runs: {'; '.join(why)}")  # a first run is no news
     try: fn(cfg, run)
     except (ConfigError, RunError, BenchFailed): raise  # they say what is wrong already
     except Exception as e: raise stage_failed(run, s, e) from e
@@ -107,7 +107,7 @@ def _run_stages(cfg:Config, run:Run, stages:list[str], force:bool) -> Run:
     if not is_main_process(): return run  # in a launched job (`llm_nb launch`), rank 0 writes the summary
     summary = _summarize(run, ran, [s for s in ordered if s not in ran], time.perf_counter() - t0)
     print(f"pipeline: ran {', '.join(ran) or 'nothing'}, skipped {len(ordered) - len(ran)} of {len(ordered)}"
-          f" in {summary['total_s']:.1f}s -> {run.dir}")
+          f" in {summary['total_s']:.1f}s -> {shown_path(run.dir)}")
     return run
 
 # %% ../nbs/90_pipeline.ipynb #sd000010

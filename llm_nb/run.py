@@ -13,9 +13,9 @@ from .env import package_version
 
 # %% auto #0
 __all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'file_key', 'describe_files', 'save_figure',
-           'in_jupyter', 'show_table', 'is_main_process', 'run_folder', 'Run', 'RunError', 'read_json',
-           'write_text_atomic', 'write_json_atomic', 'flocked', 'RunLocked', 'disk_space', 'git_revision',
-           'json_sha256', 'config_sha256', 'timed_stage', 'Stage', 'declares']
+           'in_jupyter', 'show_table', 'show_scores', 'is_main_process', 'run_folder', 'Run', 'project_root',
+           'shown_path', 'RunError', 'read_json', 'write_text_atomic', 'write_json_atomic', 'flocked', 'RunLocked',
+           'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage', 'Stage', 'declares']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -83,6 +83,15 @@ def show_table(head:str, # the line above the table, e.g. "export: verified on 5
     from IPython.display import Markdown, display
     display(Markdown(f"{head}\n\n{md}"))
 
+def show_scores(head:str, # the line above them, e.g. "evaluate: lm-eval"
+                md:str, # the scores as a Markdown table
+                png:Path # the same scores as a chart
+               ) -> None:
+    "Show scores once: their chart in a Jupyter kernel (where a picture reads faster), their table as text elsewhere."
+    if not in_jupyter(): return print(f"{head}\n{md}")
+    from IPython.display import Image, Markdown, display
+    display(Markdown(head), Image(str(png)))
+
 # %% ../nbs/02_run.ipynb #r0a00002
 def is_main_process() -> bool:
     "True in a single process, and in rank 0 of a launched job (`RANK` set by the launcher)."
@@ -107,6 +116,17 @@ class Run:
         run = cls(run_folder(cfg), cfg)
         if is_main_process(): (run.dir/"config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
         return run
+
+# %% ../nbs/02_run.ipynb #rn000102
+def project_root(start:Path|None=None) -> Path: # where to look from (default: the working folder)
+    "The nearest folder at or above `start` that holds `settings.ini` or `.git`; `start` itself when none does."
+    start = Path(start or Path.cwd()).resolve()
+    return next((p for p in (start, *start.parents) if (p/"settings.ini").exists() or (p/".git").exists()), start)
+
+def shown_path(path:str|Path) -> str:
+    "`path` relative to the project the working folder is in, when it is inside it; else the absolute path."
+    path, root = Path(path).resolve(), project_root()
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 # %% ../nbs/02_run.ipynb #e8b3e8cb
 @patch

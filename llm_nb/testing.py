@@ -9,22 +9,17 @@ from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .config import Config, demo_config, load_config
-from .run import Run
+from .run import Run, project_root
 from .env import cuda_available, peft_quietly
 
 # %% auto #0
 __all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'SKIPPED', 'GPU_EXPECTED', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD',
-           'project_root', 'run_until', 'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn',
-           'hermes_message', 'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter',
-           'CharTokenizer', 'fake_pynvml', 'wandb_log']
+           'run_until', 'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn', 'hermes_message',
+           'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
+           'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
 TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
-
-def project_root(start:Path|None=None) -> Path: # where to look from (default: the working folder)
-    "The nearest folder at or above `start` that holds `settings.ini` or `.git`; `start` itself when none does."
-    start = Path(start or Path.cwd()).resolve()
-    return next((p for p in (start, *start.parents) if (p/"settings.ini").exists() or (p/".git").exists()), start)
 
 def run_until(stage:str, # the stage under test: every stage before it is run
               cfg:Config|None=None, # the config to run (default: the shipped demo config)

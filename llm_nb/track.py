@@ -4,20 +4,20 @@
 
 # %% ../nbs/23_track.ipynb #t0000005
 from __future__ import annotations
-import contextlib, csv, functools, html, io, json, math, netrc, os, threading, time
+import contextlib, csv, functools, html, io, json, math, netrc, os, shutil, threading, time
 from pathlib import Path
 import psutil
 with contextlib.redirect_stdout(io.StringIO()):  # with WANDB_MODE=offline transformers prints a notice on import
     from transformers import TrainerCallback
 from fastcore.basics import patch
 from .config import TrackCfg
-from .env import gpu_readings, nvml_devices
-from .run import in_jupyter, is_main_process, write_text_atomic
+from .env import cuda_available, gpu_readings, nvml_devices
+from .run import in_jupyter, is_main_process, shown_path, write_text_atomic
 
 # %% auto #0
 __all__ = ['LOG_KEYS', 'system_reading', 'SystemSampler', 'log_row', 'wandb_metrics', 'write_csv', 'plot_dashboard', 'figure_png',
            'svg_panel', 'svg_dashboard', 'LiveDashboard', 'progress_bar_only', 'wandb_mode', 'wandb_tags',
-           'start_wandb', 'wandb_summary', 'score_rows', 'log_scores']
+           'prune_wandb_runs', 'start_wandb', 'wandb_summary', 'score_rows', 'log_scores']
 
 # %% ../nbs/23_track.ipynb #t0000007
 def system_reading(proc:psutil.Process, # the process whose CPU and memory count (this one)
@@ -64,7 +64,8 @@ class SystemSampler:
     def start(self):
         "Start sampling (again: no-op); returns self."
         if self._thread: return self
-        if not self.handles: _say_once(f"track: no GPU readings ({self.why or 'NVML sees no GPU'}): CPU, memory only")
+        if not self.handles and cuda_available():  # a machine without a GPU is no news (`llm_nb env` says so)
+            _say_once(f"track: no GPU readings ({self.why or 'NVML sees no GPU'}): CPU, memory only")
         self.proc.cpu_percent()  # psutil's first call only starts the count
         self._stop.clear()
         self.sample()["cpu"] = None  # CPU use over no interval yet is noise (the dashboard's first point read 738 %)
@@ -327,13 +328,15 @@ def finish(self:LiveDashboard) -> dict:
 
 # %% ../nbs/23_track.ipynb #t0000061
 def progress_bar_only(trainer) -> None: # a `Trainer`
-    "Replace the Trainer's notebook progress callback by one that keeps the bar but adds no row per log."
+    "Keep the Trainer's notebook progress bar, without a row per log or an evaluation's bar and table."
     from transformers.utils.notebook import NotebookProgressCallback
     class BarOnly(NotebookProgressCallback):
         def on_train_begin(self, args, state, control, **kw):
             super().on_train_begin(args, state, control, **kw)
             self.training_tracker.inner_table = None  # no empty table header: the evaluation's starts its own
         def on_log(self, args, state, control, logs=None, **kw): pass  # the dashboard draws the loss
+        def on_prediction_step(self, args, state, control, **kw): pass  # no second bar
+        def on_evaluate(self, args, state, control, metrics=None, **kw): self._force_next_update = True  # no table
     if any(type(c) is NotebookProgressCallback for c in trainer.callback_handler.callbacks):
         trainer.remove_callback(NotebookProgressCallback)
         trainer.add_callback(BarOnly)
@@ -365,6 +368,16 @@ def wandb_tags(cfg) -> list[str]: # the run's `Config`
     zero = [f"zero{cfg.deepspeed.stage}"] if cfg.deepspeed.stage != "off" else []
     return list(dict.fromkeys([*cfg.track.wandb_tags, model, "lora", *zero]))
 
+def prune_wandb_runs(folder:Path, # a stage's wandb/ folder
+                     keep:int # how many runs to leave there, the newest
+                    ) -> list[Path]:
+    "Remove all but the newest `keep` W&B runs (`offline-run-*`, `run-*` folders) in `folder`; returns those removed."
+    runs = [p for p in Path(folder).glob("*run-*") if p.name.startswith(("offline-run-", "run-")) and p.is_dir()
+            and not p.is_symlink()]
+    gone = sorted(runs, key=lambda p: (p.stat().st_mtime, p.name))[:max(len(runs) - keep, 0)]
+    for p in gone: shutil.rmtree(p, ignore_errors=True)
+    return gone
+
 def start_wandb(cfg, # the run's `Config`
                 out:Path, # the stage's folder: W&B writes to out/wandb
                 mode:str, # from `wandb_mode`
@@ -375,6 +388,7 @@ def start_wandb(cfg, # the run's `Config`
     import wandb
     if wandb.run is not None: wandb.finish()  # one left open (an interrupted cell): never log into another run
     Path(out).mkdir(parents=True, exist_ok=True)
+    if cfg.track.wandb_keep: prune_wandb_runs(Path(out)/"wandb", cfg.track.wandb_keep - 1)  # a rerun replaces one
     settings = wandb.Settings(x_stats_sampling_interval=cfg.track.sample_s, console="off", silent=True)
     return wandb.init(project=cfg.track.wandb_project, name=cfg.run.name, group=cfg.run.name, job_type=job_type,
                       tags=wandb_tags(cfg), mode=mode, config=cfg.model_dump(mode="json"), dir=str(out),
@@ -384,12 +398,12 @@ def start_wandb(cfg, # the run's `Config`
 def wandb_summary(wb, # a run from `start_wandb`, or None
                   run_dir:Path # the run folder (the summary names the W&B folder relative to it)
                  ) -> dict:
-    "Finish the W&B run `wb`, print where it is, and return {wandb: mode, wandb_dir: its folder} for the report."
+    "Finish the W&B run `wb`, say once per run folder where its runs are, return {wandb: mode, wandb_dir: its folder}."
     if wb is None: return {}
     folder, mode = Path(wb.dir).parent, wb.settings.mode
     wb.finish()
-    where = f"; upload it: wandb sync {folder}" if mode == "offline" else f" in {folder}"  # the path once
-    print(f"{wb.job_type}: W&B {mode} run{where}")
+    runs = f"{shown_path(run_dir)}/*/wandb/{'offline-' * (mode == 'offline')}run-*"
+    _say_once(f"W&B: {mode} runs in {runs}" + (f" (upload them: wandb sync {runs})" if mode == "offline" else ""))
     return dict(wandb=mode, wandb_dir=str(folder.relative_to(run_dir)))
 
 # %% ../nbs/23_track.ipynb #t0000071

@@ -1,14 +1,16 @@
 """A real browser runs the quick start in JupyterLab, as a new user does: Debian's Chromium, driven by Playwright, opens
 JupyterLab (on 127.0.0.1, started here and stopped by PID) on a copy of `nbs/00_quickstart.ipynb` in a folder of its
-own and clicks Run All. It fails when Run All takes more than 3 minutes (the quick start's promise; the notebook
-alone takes about half that here) or leaves no run in `runs/quickstart` of that folder (the run persists: the test
-command's LLM_NB_TEMP_RUNS is not passed on), on "Error displaying widget", a widget that failed to render
-(ipywidgets' "Click to show javascript error": the browser console's errors are in the message), a widget stuck at
-"Loading widget...", an error output, a dashboard drawn more than once (it must update one picture in place) or
-showing fewer than 5 distinct steps while training runs, and on a form that does not show a wrong value's error next
-to its field. Screenshots of the form (before and after), of the live dashboard at three moments while training runs
-and of the notebook go to `runs/browser-check/` (or `$LLM_NB_ARTIFACTS`), with `quickstart.json` (Run All's seconds,
-the steps the dashboard showed), for people to look at."""
+own, runs the form's cell, types a new `max_steps` into the form and clicks Run All. It fails when the run did not
+train the typed number of steps (Run All rebuilt the form from the defaults), when Run All takes more than 3 minutes
+(the quick start's promise; the notebook alone takes about half that here) or leaves no run in `runs/quickstart` of
+that folder (the run persists: the test command's LLM_NB_TEMP_RUNS is not passed on), on "Error displaying widget", a
+widget that failed to render (ipywidgets' "Click to show javascript error": the browser console's errors are in the
+message), a widget stuck at "Loading widget...", an error output, a dashboard drawn more than once (it must update one
+picture in place) or showing fewer than 5 distinct steps while training runs, and on a form that does not show a wrong
+value's error next to its field. Screenshots of the form (with the typed value, then with an error), of the live
+dashboard at three moments while training runs and of the notebook go to `runs/browser-check/` (or
+`$LLM_NB_ARTIFACTS`), with `quickstart.json` (Run All's seconds, the steps the dashboard showed), for people to look
+at."""
 import json, os, re, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.parse
 from pathlib import Path
 import httpx
@@ -18,6 +20,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 QUICKSTART = ROOT/"nbs"/"00_quickstart.ipynb"
 RUN_ALL_S = 180  # the quick start's promise: Run All in at most 3 minutes on 2 cores
+TYPED_STEPS = 240  # typed into the form's max_steps before Run All (the demo's 300 minus a fifth: it still learns)
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -81,15 +84,15 @@ def drive(page, url:str, art:Path) -> dict:
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
     time.sleep(3)  # the kernel is idle; let the page settle before using the menu
+    form, train, last = (code_cell(page, c) for c in ("form = ConfigEditor", 'run_pipeline(cfg, ["train"])',
+                                                      "for d in sorted("))
+    type_steps(page, form, art)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_text("Run All Cells", exact=True).click()
     t0 = time.time()
-    form, train, last = (code_cell(page, c) for c in ("form = ConfigEditor", 'run_pipeline(cfg, ["train"])',
-                                                      "for d in sorted("))
     prompt = lambda cell: cell.locator(".jp-InputPrompt").inner_text()
     form.locator(".jp-OutputArea-output .widget-toggle-buttons").first.wait_for(timeout=120_000)
-    time.sleep(1)
-    form.locator(".jp-OutputArea").screenshot(path=str(art/"config_form.png"))
+    form.get_by_text(f"→ {TYPED_STEPS}").first.wait_for(timeout=120_000)  # Run All kept the typed value
     assert page.get_by_text("Error displaying widget").count() == 0
     no_broken_widget(page, console)
     plot = train.locator(".jp-OutputArea-output img")
@@ -120,13 +123,29 @@ def drive(page, url:str, art:Path) -> dict:
     check_form(page, form, art)
     return dict(run_all_s=round(seconds, 1), dashboard_steps=sorted(steps))
 
+def max_steps_box(page, cell):
+    "The `max_steps` input on the form's train page."
+    cell.get_by_role("button", name="train", exact=True).click()
+    row = cell.locator(".widget-hbox").filter(has=page.locator("code", has_text=re.compile(r"^max_steps$")))
+    return row.locator("input")
+
+def type_steps(page, cell, art:Path) -> None:
+    "Run the form's cell alone, as a person opening the notebook does, and type `TYPED_STEPS` into `max_steps`."
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    cell.locator(".jp-OutputArea-output .widget-toggle-buttons").first.wait_for(timeout=120_000)
+    box = max_steps_box(page, cell)
+    box.fill(str(TYPED_STEPS))
+    box.press("Enter")
+    cell.get_by_text(f"→ {TYPED_STEPS}").first.wait_for(timeout=30_000)  # the line of changes
+    cell.locator(".jp-OutputArea").screenshot(path=str(art/"config_form.png"))
+
 def check_form(page, cell, art:Path) -> None:
     "In the form: a wrong number on the train page, Check, and the error next to the field, naming the key."
     cell.scroll_into_view_if_needed()
-    cell.get_by_role("button", name="train", exact=True).click()
-    row = cell.locator(".widget-hbox").filter(has=page.locator("code", has_text=re.compile(r"^max_steps$")))
-    row.locator("input").fill("0")
-    row.locator("input").press("Enter")
+    box = max_steps_box(page, cell)
+    box.fill("0")
+    box.press("Enter")
     cell.get_by_role("button", name="Check").click()
     cell.get_by_text("train.max_steps: Input should be greater than 0 (got 0)").first.wait_for(timeout=30_000)
     cell.locator(".jp-OutputArea").screenshot(path=str(art/"config_form_error.png"))
@@ -156,6 +175,7 @@ def test_quickstart_in_a_real_browser():
           f" steps")
     report = json.loads((folder/"runs"/"quickstart"/"report.json").read_text())  # the run stayed where it ran
     assert {"train", "evaluate", "export"} <= set(report["stages"]), sorted(report["stages"])
+    assert report["stages"]["train"]["steps"] == TYPED_STEPS, report["stages"]["train"]  # what the form showed ran
     assert seen["run_all_s"] <= RUN_ALL_S, seen
     for name in ("config_form.png", "config_form_error.png", "live_dashboard_1.png", "notebook.png"):
         assert (art/name).stat().st_size > 10_000, name  # a real picture, not an empty box

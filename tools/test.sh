@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): notebooks are the source of truth, so check that
 #   1. llm_nb/ is exactly what nbdev_export makes of nbs/, and README.md what tools/readme.py makes of index.ipynb,
-#   2. notebooks are committed clean (nbdev_clean changes nothing),
+#   2. notebooks are committed clean (nbdev_clean changes nothing) with their `#| hide` cells collapsed in JupyterLab,
 #   3. every notebook but those of KERNEL_ONLY runs top to bottom in-process (nbdev_test; `#| gpu` cells run only
 #      where torch sees a GPU),
 #   4. every notebook runs top to bottom in a real Jupyter kernel, as Run All does (tools/run_nbs.py: a kernel has
 #      a running event loop, and knows nothing of nbdev's flags, so `#| gpu` cells step aside themselves through
 #      llm_nb.testing.need_gpu, a counted skip; the executed notebooks are kept in _docs/executed),
+#      and the quick start's output stays within a screen per section (tools/nb_output.py),
 #   5. the docs site builds from those executed notebooks and every page renders in Chromium (tools/docs.py),
 #   6. pytest tests/ passes on two workers (exit 5, "no tests collected", counts as a failure; its 20 slowest tests are listed),
 #   7. every bench in bench/ runs at a tiny scale (tools/bench_smoke.sh),
@@ -40,6 +41,7 @@ clean_nbs() { nbdev_clean && git diff --quiet -- nbs \
 check "module in sync with notebooks" in_sync
 check "README.md in sync with index.ipynb" python tools/readme.py --check
 check "notebooks clean" clean_nbs
+check "#| hide cells collapsed in JupyterLab" python tools/collapse_hidden.py --check
 # a two-node Slurm on this machine (tools/slurm_local.sh) for the notebooks (13_clean_datatrove cleans on it) and the
 # tests (tests/conftest.py uses the one that is up); stopped at the end unless it was up before
 slurm_was_up=0
@@ -78,6 +80,9 @@ k_ok=$(grep -c '^ok: .* in a real kernel' "$kernel_log" || true)
 k_failed=$((nb_total - k_ok))
 passed=$((passed + k_ok))
 failed=$((failed + k_failed))
+# the quick start says only what a person acts on: at most a screen under each section (tools/nb_output.py)
+check "the quick start's output fits a screen per section" \
+  python tools/nb_output.py _docs/executed/00_quickstart.ipynb --max-lines 35 --max-chars 2400
 phase "real kernel"
 
 # the docs site, from the notebooks just run (outputs, plots, widget state), rendered page by page in Chromium
