@@ -14,9 +14,9 @@ from .lineage import format_lineage, lineage, write_dvc
 from .env import env_report, recommend
 
 # %% auto #0
-__all__ = ['DESCRIPTION', 'EXPECTED', 'parse_sets', 'bench_cli', 'serve_cli', 'exporter_cli', 'dvc_cli', 'seed_list',
+__all__ = ['DESCRIPTION', 'EXPECTED', 'RUN_FILES', 'parse_sets', 'bench_cli', 'serve_cli', 'exporter_cli', 'dvc_cli', 'seed_list',
            'lineage_cli', 'families_cli', 'doctor_cli', 'bench_failed', 'error_line', 'main', 'verify_table',
-           'verify_cli', 'launch_cli']
+           'verify_cli', 'unrecorded_files', 'clean_cli', 'launch_cli']
 
 # %% ../nbs/92_cli.ipynb #df6e554e
 def parse_sets(sets:list[str]) -> dict:
@@ -154,7 +154,7 @@ def seed_list(text:str) -> list[int]:
     return seeds
 
 def _parser() -> argparse.ArgumentParser:
-    "The `llm_nb` argument parser: demo, run, check, env, lineage, verify, doctor, families, dvc, bench, serve, exporter, launch."
+    "The `llm_nb` argument parser: a subcommand per command (`llm_nb --help` lists them)."
     ap = argparse.ArgumentParser(prog="llm_nb", description=DESCRIPTION)
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # DeepSpeed's launcher adds it
     ap.add_argument("--debug", action="store_true", help="let errors through with their traceback (LLM_NB_DEBUG=1 too)")
@@ -175,6 +175,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
     sub.add_parser("verify", help="hash every output a run's manifest records; exit 1 naming each that differs or is "
                                   "gone").add_argument("run", help="the run folder")
+    cl = sub.add_parser("clean", help="list what a run folder holds that no stage recorded as an output; --yes removes it")
+    cl.add_argument("run", help="the run folder")
+    cl.add_argument("--yes", action="store_true", help="remove them")
     sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
         "config", nargs="?", help="a config (default: the demo config), or a model folder: its family, template, GGUF, vLLM")
     fam = sub.add_parser("families", help="each real model family through mask, LoRA, GGUF, Q8_0, the served prompt, parity")
@@ -251,6 +254,7 @@ def _run_command(a:argparse.Namespace) -> int:
         return 0
     if a.cmd == "lineage": return lineage_cli(a.file)
     if a.cmd == "verify": return verify_cli(a.run)
+    if a.cmd == "clean": return clean_cli(a.run, a.yes)
     if a.cmd == "doctor": return doctor_cli(a.config)
     if a.cmd == "families": return families_cli(a.out, a.only)
     if a.cmd == "dvc": return dvc_cli(a.config, a.project)
@@ -303,6 +307,40 @@ def verify_cli(folder:str # the run folder
     for key, why in problems.items(): print(f"{key}: {why}")
     if problems: print(f"verify: {len(problems)} of {len(recorded)} files are not what their stage recorded")
     return int(bool(problems))
+
+# %% ../nbs/92_cli.ipynb #cn000002
+RUN_FILES = ("config.yaml", "manifest.json", "report.json", "summary.md", ".llm_nb.lock", ".update.lock")  # the run's own
+
+def unrecorded_files(run:Run) -> list[Path]:
+    "Files in the run folder that are neither an output the manifest records nor the run's own (a seed's run aside)."
+    kept, out = set(run.recorded_outputs()) | set(RUN_FILES), []
+    for folder, dirs, files in os.walk(run.dir):
+        dirs[:] = [d for d in dirs if not (Path(folder)/d/"manifest.json").is_file()]  # a run of its own: a seed's
+        out += [p for f in files if (p := Path(folder)/f).relative_to(run.dir).as_posix() not in kept]
+    return sorted(out)
+
+def clean_cli(folder:str, # the run folder
+              yes:bool=False # remove them; else list them only
+             ) -> int:
+    "`llm_nb clean RUN [--yes]`: what no stage recorded, per top folder (files, MiB); removed with `yes`."
+    d = Path(folder)
+    if not (d/"manifest.json").is_file(): raise ConfigError(f"clean: {d} is not a run folder (it has no manifest.json)")
+    run, per = Run(d, None), {}
+    files = unrecorded_files(run)
+    for p in files:
+        n, size = per.get(top := p.relative_to(d).parts[0], (0, 0))
+        per[top] = (n + 1, size + (p.lstat().st_size if p.is_symlink() else p.stat().st_size))
+    for top, (n, size) in per.items(): print(f"{top:24} {n:6} files {size / 2**20:9.1f} MiB")
+    total = sum(s for _, s in per.values()) / 2**20
+    if not yes:
+        print(f"clean: {len(files)} files ({total:.1f} MiB) are not outputs the manifest records"
+              + (f"; `llm_nb clean {folder} --yes` removes them" if files else ""))
+        return 0
+    for p in files: p.unlink()
+    for folder_, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):  # the deepest first
+        if folder_ != str(d) and not os.listdir(folder_): os.rmdir(folder_)
+    print(f"clean: removed {len(files)} files ({total:.1f} MiB); every recorded output is still there")
+    return 0
 
 # %% ../nbs/92_cli.ipynb #5a1c0e02
 def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
