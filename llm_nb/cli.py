@@ -345,8 +345,8 @@ def clean_cli(folder:str, # the run folder
 # %% ../nbs/92_cli.ipynb #5a1c0e02
 def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
               ) -> int:
-    "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print the launch command of each node."
-    from llm_nb.launch import check_world, launch_argv, memory_line, shell_join, write_sbatch
+    "`llm_nb launch`: write the sbatch script (`--sbatch PATH`) or print each node's command (and accelerate's file)."
+    from llm_nb.launch import check_world, launch_argv, memory_line, shell_join, write_accelerate_config, write_sbatch
     world = ("launcher", "nnodes", "nproc_per_node", "gpus_per_node", "master_port")
     sets = a.set + [f"launch.{k}={getattr(a, k)}" for k in world if getattr(a, k) is not None]
     cfg = load_config(Path(a.config), **parse_sets(sets))
@@ -355,6 +355,7 @@ def launch_cli(a:argparse.Namespace # the parsed `llm_nb launch` arguments
     if a.sbatch:
         print(f"wrote {write_sbatch(cfg, a.config, a.sbatch, sets)}: submit it with `sbatch {a.sbatch}`")
         return 0
+    if cfg.launch.launcher == "accelerate": print(f"wrote {write_accelerate_config(cfg, Path(a.config).resolve())}")
     multi = cfg.launch.nnodes > 1
     if multi: print("# on each node, with NODE_RANK (0, 1, ...), MASTER_ADDR (node 0) and HOSTFILE (deepspeed) set:")
     print(shell_join(launch_argv(cfg, Path(a.config).resolve(), "$NODE_RANK" if multi else 0,

@@ -5,6 +5,7 @@
 # %% ../nbs/25_launch.ipynb #l0000005
 from __future__ import annotations
 import os, re, shlex, sys
+import yaml
 from pathlib import Path
 from .config import Config, ConfigError, load_config
 from .run import Run, run_folder
@@ -12,9 +13,9 @@ from .deepspeed_config import batch_plan
 from .model import base_model_path, launch_memory
 
 # %% auto #0
-__all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_argv',
-           'launch_argv', 'shell_join', 'sbatch_header', 'requeue_lines', 'srun_line', 'sbatch_body', 'sbatch_script',
-           'write_sbatch', 'memory_line']
+__all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_config',
+           'accelerate_config_path', 'write_accelerate_config', 'accelerate_argv', 'launch_argv', 'shell_join',
+           'sbatch_header', 'requeue_lines', 'srun_line', 'sbatch_body', 'sbatch_script', 'write_sbatch', 'memory_line']
 
 # %% ../nbs/25_launch.ipynb #l0000007
 TRAIN_MODULE = "llm_nb.cli"  # `python -m llm_nb.cli ...` is the `llm_nb` command
@@ -66,18 +67,37 @@ def deepspeed_argv(cfg:Config, # the run's config: `cfg.launch` gives nodes, pro
             "--module", TRAIN_MODULE, *train_args(config, sets)]
 
 # %% ../nbs/25_launch.ipynb #l0000019
-def accelerate_argv(cfg:Config, # the run's config: `cfg.launch` gives nodes, processes and port
+def accelerate_config(cfg:Config # the run's config: `cfg.launch` is the world
+                     ) -> dict:
+    "accelerate's config file for `cfg.launch`'s world, as `accelerate config` writes it (seen from node 0)."
+    lc = cfg.launch
+    total = lc.nnodes * lc.nproc_per_node
+    return dict(compute_environment="LOCAL_MACHINE", distributed_type="MULTI_GPU" if total > 1 else "NO",
+                num_machines=lc.nnodes, num_processes=total, machine_rank=0, main_process_ip="127.0.0.1",
+                main_process_port=lc.master_port, rdzv_backend="static", same_network=True, use_cpu=False,
+                mixed_precision="no", downcast_bf16="no", gpu_ids="all", debug=False)
+
+def accelerate_config_path(config:str|Path # the run's config file
+                          ) -> Path:
+    "Where the run's accelerate config file goes: beside the run's config (`c.yaml` → `c.accelerate.yaml`)."
+    return Path(config).with_suffix(".accelerate.yaml")
+
+def write_accelerate_config(cfg:Config, # the run's config, as loaded from `config`
+                            config:str|Path # the run's config file
+                           ) -> Path:
+    "Write `accelerate_config(cfg)` beside `config`; its path."
+    (path := accelerate_config_path(config)).write_text(yaml.safe_dump(accelerate_config(cfg), sort_keys=False))
+    return path
+
+def accelerate_argv(cfg:Config, # the run's config (its world is in the accelerate config file)
                     config:str|Path, # the config file the ranks read
                     node_rank:int|str=0, # this node's rank (accelerate's machine rank)
                     master_addr:str="127.0.0.1", # the host of node 0
                     sets:list[str]=() # overrides for every rank
                    ) -> list[str]:
-    "`accelerate launch ... -m llm_nb.cli run CONFIG --stages train`."
-    lc = cfg.launch
-    total = lc.nnodes * lc.nproc_per_node
-    return ["accelerate", "launch", *(["--multi_gpu"] if total > 1 else []), "--num_processes", str(total),
-            "--num_machines", str(lc.nnodes), "--machine_rank", str(node_rank), "--main_process_ip", master_addr,
-            "--main_process_port", str(lc.master_port), "-m", TRAIN_MODULE, *train_args(config, sets)]
+    "`accelerate launch --config_file C.accelerate.yaml ... -m llm_nb.cli run CONFIG --stages train`."
+    return ["accelerate", "launch", "--config_file", str(accelerate_config_path(config)), "--machine_rank",
+            str(node_rank), "--main_process_ip", master_addr, "-m", TRAIN_MODULE, *train_args(config, sets)]
 
 # %% ../nbs/25_launch.ipynb #l0000022
 def launch_argv(cfg:Config, # the run's config; `launch.launcher` picks the launcher
@@ -193,10 +213,11 @@ def write_sbatch(cfg:Config, # the run's config, as loaded from `config` with `s
                  path:str|Path, # where the script goes
                  sets:list[str]=() # the `KEY=VALUE` overrides `cfg` was loaded with: passed on to every rank
                 ) -> Path:
-    "Write the sbatch script for the train stage of `config` to `path`; Slurm's output goes to the run's logs/."
+    "Write the sbatch script of `config`'s train stage to `path` (accelerate's config file too); output to logs/."
     log_dir = (run_folder(cfg)/"logs").resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
     (path := Path(path)).write_text(sbatch_script(cfg, Path(config).resolve(), log_dir, sets))
+    if cfg.launch.launcher == "accelerate": write_accelerate_config(cfg, Path(config).resolve())  # the world, for it
     return path
 
 # %% ../nbs/25_launch.ipynb #l0000041

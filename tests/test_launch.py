@@ -2,7 +2,7 @@
 and a job warned mid-training checkpoints, requeues itself and resumes exactly."""
 import json, os, subprocess, shutil, sys, time
 from pathlib import Path
-import pytest
+import pytest, yaml
 from conftest import llm_nb_cmd
 from llm_nb.config import demo_config, load_config
 from llm_nb.launch import launch_argv, write_sbatch
@@ -98,8 +98,8 @@ def test_sbatch_preempted_requeues_and_resumes(slurm_env, tmp_path):
                   "--master-port", "29500", *TRAIN]),
     ("deepspeed", ["deepspeed", "--hostfile", "hosts", "--no_ssh", "--node_rank", "1", "--num_nodes", "2",
                    "--num_gpus", "8", "--master_addr", "n0", "--master_port", "29500", "--module", *TRAIN[1:]]),
-    ("accelerate", ["accelerate", "launch", "--multi_gpu", "--num_processes", "16", "--num_machines", "2",
-                    "--machine_rank", "1", "--main_process_ip", "n0", "--main_process_port", "29500", *TRAIN])])
+    ("accelerate", ["accelerate", "launch", "--config_file", "c.accelerate.yaml", "--machine_rank", "1",
+                    "--main_process_ip", "n0", *TRAIN])])
 def test_two_node_argv(launcher, expected):
     cfg = demo_config(**{"launch.launcher": launcher, "launch.nnodes": 2, "launch.nproc_per_node": 8,
                          "launch.gpus_per_node": 8})
@@ -125,3 +125,7 @@ def test_launch_command(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path/"t.sbatch").read_text()
     assert "#SBATCH --gres=gpu:4" in text and subprocess.run(["bash", "-n", tmp_path/"t.sbatch"]).returncode == 0
+    r = llm_nb_cmd("launch", cfg, "--launcher", "accelerate", "--nproc-per-node", "4", "--gpus-per-node", "4")
+    world = yaml.safe_load((tmp_path/"c.accelerate.yaml").read_text())  # accelerate's config file, beside the config
+    assert r.returncode == 0 and f"--config_file {tmp_path/'c.accelerate.yaml'}" in r.stdout, (r.stdout, r.stderr)
+    assert (world["distributed_type"], world["num_processes"], world["num_machines"]) == ("MULTI_GPU", 4, 1), world

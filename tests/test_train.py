@@ -8,7 +8,7 @@ from llm_nb.model import base_model_path
 from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
-from llm_nb.launch import launch_argv
+from llm_nb.launch import accelerate_config_path, launch_argv, write_accelerate_config
 from llm_nb.serve import free_port
 from safetensors.torch import load_file
 from conftest import kill_9_once
@@ -122,7 +122,8 @@ def test_fsdp2_two_ranks_trains_saves_and_resumes_exactly(prepared, tmp_path):
                                                                "launch.master_port": free_port()})
     shutil.copytree(ck, tmp_path/"resumed"/"train"/"checkpoints"/"checkpoint-3")
     argv = launch_argv(load_config(cfg), cfg)
-    assert argv[:2] == ["accelerate", "launch"], argv
+    write_accelerate_config(load_config(cfg), cfg)  # the world for `accelerate launch`, as `llm_nb launch` writes it
+    assert argv[:4] == ["accelerate", "launch", "--config_file", str(accelerate_config_path(cfg))], argv
     assert "train: resuming from checkpoint-3" in train_job(cfg, argv).stdout
     again = json.loads((tmp_path/"resumed"/"report.json").read_text())["stages"]["train"]
     assert (again["steps"], again["world_size"], again["engine"]) == (6, 2, "fsdp2"), again
