@@ -1,4 +1,5 @@
-"""Write README.md from nbs/index.ipynb (nbdev_readme needs Quarto, which cannot be installed everywhere).
+"""Write README.md from nbs/index.ipynb (nbdev_readme needs Quarto, which cannot be installed everywhere): its cells
+up to the one that starts with `<!-- README.md stops here` (what a first user needs; the docs site's index goes on).
 Markdown cells are copied, with links to notebooks pointed into nbs/ (README.md sits at the root); code cells become
 ```python blocks without their `#|` directives."""
 import json, pathlib, re, sys
@@ -7,6 +8,7 @@ nb = json.loads((root/"nbs"/"index.ipynb").read_text(encoding="utf-8"))
 parts = ["<!-- generated from nbs/index.ipynb by tools/readme.py: edit the notebook, not this file -->"]
 for c in nb["cells"]:
     src = "".join(c["source"]).strip("\n")
+    if c["cell_type"] == "markdown" and src.startswith("<!-- README.md stops here"): break
     if c["cell_type"] == "markdown": parts.append(re.sub(r"\]\(([\w.-]+\.ipynb)\)", r"](nbs/\1)", src))
     elif c["cell_type"] == "code":
         code = "\n".join(l for l in src.splitlines() if not l.startswith("#|")).strip("\n")
