@@ -8,8 +8,8 @@ One demo run (every stage before train done, `llm_nb.testing.run_until`) is copi
 the stage builds (patching `llm_nb.train.build_trainer`), recording when each optimizer step ends, and writes at exit its
 own peak RSS (VmHWM from /proc/self/status). A step's time is the interval between two step ends on rank 0; the first
 `--warmup` steps are dropped, and so is each epoch's last step (a partial batch, and the dataloader restarting).
-LoRA as the stage does it, fp32, a pure adapter (no modules_to_save, which `check` refuses beside FSDP2): the five
-jobs train the same thing, and their last and eval losses say so. Each job saves a checkpoint after its last step:
+LoRA as the stage does it, fp32, a pure adapter (no modules_to_save: the same trainable share for every engine, and
+TRL's fused LM head in all five, which FSDP2 gives up where it trains the head): the five jobs train the same thing, and their last and eval losses say so. Each job saves a checkpoint after its last step:
 its size on disk, the seconds from the last step's end to the save's end, and the seconds to load it back into the
 model, optimizer and scheduler as the Trainer's resume does (`load_checkpoint`) are in the table. The jobs run interleaved `--repeat` times (D 2 3 3o F D 2 ...); medians are reported.
 Exit status 1 if any job fails (no target on the figures: the table is information). `--smoke` runs the five jobs
@@ -137,7 +137,7 @@ def main():
         "model.tiny.max_position_embeddings": max(512, a.max_length),
         "train.batch_size": a.batch_size, "train.max_steps": a.steps, "train.logging_steps": 1, "train.save_steps": a.steps,
         "train.eval_steps": 0, "train.resume": "no",
-        "lora.modules_to_save": []})  # a pure adapter: FSDP2 is refused beside modules_to_save (nbs/00_config.ipynb)
+        "lora.modules_to_save": []})  # a pure adapter: each engine computes the loss the same way (TRL's fused head)
     print(f"prepared the run in {time.perf_counter() - t:.0f}s: hidden {a.hidden}, {a.layers} layers, "
           f"{a.max_length} tokens x micro-batch {a.batch_size} per rank x 2 ranks, {a.steps} steps "
           f"({a.warmup} warm-up dropped); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)

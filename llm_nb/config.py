@@ -716,10 +716,6 @@ class Config(Section):
         per_step = t.grad_accum * la.nnodes * la.nproc_per_node  # a launched job's ranks × accumulation
         refuse(self.fsdp.version != "off" and ds.stage != "off" and
                f"fsdp.version={self.fsdp.version} and deepspeed.stage={ds.stage}: one engine shards a job, turn one off",
-               self.fsdp.version != "off" and self.lora.modules_to_save and
-               f"fsdp.version={self.fsdp.version} with lora.modules_to_save={self.lora.modules_to_save}: FSDP2 trains whole "
-               "modules beside an adapter otherwise than DDP and ZeRO (measured: the losses part after the first update), "
-               "train them under DDP or deepspeed",
                t.nan_policy == "skip" and ds.stage != "off" and
                f"train.nan_policy=skip does not work under deepspeed.stage {ds.stage} (its engine steps the "
                "optimizer): use stop or rollback",

@@ -23,8 +23,9 @@ from .tokenize import collate_samples, grouped_padding, set_padding_side
 __all__ = ['MARKER', 'RESUMABLE', 'PREEMPTED_EXIT', 'PREEMPTED_NOTE', 'PREEMPT_SIGNALS', 'TRAIN', 'precision', 'check_optimizer',
            'fsdp_args', 'training_args', 'train_fingerprint', 'CheckpointMarker', 'complete_checkpoints',
            'resume_checkpoint', 'NanLoss', 'all_finite', 'NanGuard', 'fsdp_on_cpu_ranks', 'GuardedTrainer',
-           'join_deepspeed', 'build_trainer', 'clear_checkpoints', 'any_rank', 'PreemptStop', 'catch_preemption',
-           'Preempted', 'note_preempted', 'fit', 'save_adapter', 'train_engine', 'run_train', 'nan_at']
+           'join_deepspeed', 'head_trained', 'logits_loss', 'lm_head_loss', 'build_trainer', 'clear_checkpoints',
+           'any_rank', 'PreemptStop', 'catch_preemption', 'Preempted', 'note_preempted', 'fit', 'save_adapter',
+           'train_engine', 'run_train', 'nan_at']
 
 # %% ../nbs/24_train.ipynb #p0000002
 def precision(tc, # `Config.train`
@@ -247,6 +248,26 @@ def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather 
     deepspeed.init_distributed(dist_backend="gloo" if use_cpu else "nccl")
 
 # %% ../nbs/24_train.ipynb #98542d0f
+def head_trained(model) -> bool: # a (PEFT) causal LM
+    "Whether `model` trains its output embedding (the LM head), as `lora.modules_to_save: [lm_head]` makes it."
+    head = model.get_output_embeddings()
+    return head is not None and any(p.requires_grad for p in head.parameters())
+
+def logits_loss(outputs, # the model's outputs, with its logits
+                labels, # the batch's labels (-100: not trained)
+                num_items_in_batch=None # the trained tokens of the whole step (every rank's), as the Trainer counts
+               ):
+    "The causal LM loss from the model's own logits, transformers' way (summed, divided by the step's tokens)."
+    from transformers.loss.loss_utils import ForCausalLMLoss
+    return ForCausalLMLoss(outputs.logits, labels, outputs.logits.shape[-1], num_items_in_batch)
+
+def lm_head_loss(cfg, model) -> dict: # the run's `Config`; the LoRA model
+    "The Trainer's `compute_loss_func` where FSDP2 trains the LM head: TRL's fused head leaves its gradient unreduced."
+    if cfg.fsdp.version == "off" or not head_trained(model): return {}
+    if is_main_process(): print("train: FSDP2 trains the LM head: the loss comes from the model's logits, not TRL's "
+                                "fused head (whose gradient FSDP2 would not reduce)")
+    return dict(compute_loss_func=logits_loss)
+
 def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
     "A `GuardedTrainer` of the LoRA-wrapped base model on tokenize/train (and eval), with checkpoint markers."
     from datasets import load_from_disk
@@ -267,7 +288,7 @@ def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="no
     return GuardedTrainer(model=model, args=args, train_dataset=data["train"], eval_dataset=data["eval"],
                           processing_class=tok, data_collator=partial(collate_samples, pad_id=tok.pad_token_id),
                           callbacks=[CheckpointMarker(train_fingerprint(cfg))], nan_policy=cfg.train.nan_policy,
-                          lr_scale=lr_scale)
+                          lr_scale=lr_scale, **lm_head_loss(cfg, model))
 
 # %% ../nbs/24_train.ipynb #d0000009
 def clear_checkpoints(folder:Path) -> list[str]: # the Trainer's output folder

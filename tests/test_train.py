@@ -101,23 +101,24 @@ def train_job(cfg:Path, argv:list|None=None) -> subprocess.CompletedProcess:
     return r
 
 def test_fsdp2_two_ranks_trains_saves_and_resumes_exactly(prepared, tmp_path):
-    """FSDP2 (PyTorch's fully_shard through the Trainer) on 2 CPU ranks logs DDP's losses step for step (a pure adapter:
-    `check` refuses modules_to_save beside FSDP2); the adapter it saves loads and scores as the Trainer said; a job
-    resumed from its sharded checkpoint at step 3, started by `accelerate launch` as `llm_nb launch` writes it, logs the
-    same losses and ends with the same adapter."""
-    steps = {"train.max_steps": 6, "train.batch_size": 4, "train.save_steps": 3, "train.resume": "auto",
-             "lora.modules_to_save": []}
+    """FSDP2 (PyTorch's fully_shard through the Trainer) on 2 CPU ranks, training the demo's adapter with its whole
+    embeddings and LM head (lora.modules_to_save), logs DDP's losses: within 1e-3, since FSDP2 takes the loss from the
+    model's logits where DDP runs TRL's fused head (`lm_head_loss`; the fused head under FSDP2 parted by 3e-2 at step 2);
+    the adapter it saves loads and scores as the Trainer said; a job resumed from its sharded checkpoint at step 3,
+    started by `accelerate launch` with the config file `llm_nb launch` writes, logs the same losses (1e-4) and ends
+    with the same adapter."""
+    steps = {"train.max_steps": 6, "train.batch_size": 4, "train.save_steps": 3, "train.resume": "auto"}
     train_job(job_config(prepared, tmp_path, "ddp", **steps))
     steps["fsdp.version"] = 2
-    train_job(job_config(prepared, tmp_path, "whole", **steps))
+    assert "the loss comes from the model's logits" in train_job(job_config(prepared, tmp_path, "whole", **steps)).stdout
     rep = json.loads((tmp_path/"whole"/"report.json").read_text())["stages"]["train"]
     assert (rep["steps"], rep["world_size"], rep["engine"]) == (6, 2, "fsdp2"), rep
     ck = tmp_path/"whole"/"train"/"checkpoints"/"checkpoint-3"
     assert sorted(p.name for p in ck.glob("*fsdp*")), sorted(p.name for p in ck.iterdir())  # FSDP's sharded folders
     want, got = logged_losses(tmp_path/"ddp"), logged_losses(tmp_path/"whole")
-    assert sorted(got) == sorted(want) == list(range(1, 7)) and all(abs(got[s] - want[s]) < 1e-4 for s in got), (got, want)
+    assert sorted(got) == sorted(want) == list(range(1, 7)) and all(abs(got[s] - want[s]) < 1e-3 for s in got), (got, want)
     tuned, base = eval_losses(tmp_path/"whole")
-    assert abs(tuned - rep["eval_loss"]) < 0.02 and base - tuned > 0.05, (tuned, base, rep)  # an adapter alone: it learns less
+    assert abs(tuned - rep["eval_loss"]) < 0.02 and base - tuned > 0.3, (tuned, base, rep)
     cfg = job_config(prepared, tmp_path, "resumed", **steps, **{"launch.launcher": "accelerate", "launch.nproc_per_node": 2,
                                                                "launch.master_port": free_port()})
     shutil.copytree(ck, tmp_path/"resumed"/"train"/"checkpoints"/"checkpoint-3")
