@@ -262,10 +262,10 @@ def logits_loss(outputs, # the model's outputs, with its logits
     return ForCausalLMLoss(outputs.logits, labels, outputs.logits.shape[-1], num_items_in_batch)
 
 def lm_head_loss(cfg, model) -> dict: # the run's `Config`; the LoRA model
-    "The Trainer's `compute_loss_func` where FSDP2 trains the LM head: TRL's fused head leaves its gradient unreduced."
+    "The Trainer's `compute_loss_func` where FSDP2 trains the LM head (TRL's fused head bypasses FSDP2's hooks)."
     if cfg.fsdp.version == "off" or not head_trained(model): return {}
     if is_main_process(): print("train: FSDP2 trains the LM head: the loss comes from the model's logits, not TRL's "
-                                "fused head (whose gradient FSDP2 would not reduce)")
+                                "fused head (which FSDP2 does not see)")
     return dict(compute_loss_func=logits_loss)
 
 def build_trainer(cfg, run, out:Path, lr_scale:float=1.0, report_to:str|list="none") -> GuardedTrainer:
