@@ -11,7 +11,7 @@ import yaml
 from fastcore.basics import patch
 from pydantic import BaseModel, ValidationError
 from .config import Config, ConfigError, check_paths, explain_error, keys_named, load_config, to_yaml
-from .run import project_root
+from .run import kept_runs
 
 # %% auto #0
 __all__ = ['field_comments', 'field_control', 'section_rows', 'form_values', 'error_key', 'config_changes', 'ConfigEditor']
@@ -266,10 +266,8 @@ def _last_ran(name:str, # a run's name
               defaults:Config # the defaults: the run folder's place is theirs
              ) -> tuple[Config|None, str]:
     "(the config that last ran in `runs/<name>`, or None; what to say about it)."
-    import os
-    from llm_nb.testing import TEMP_RUNS  # `run_until(..., name=)` keeps a notebook's run in runs/<name>
-    p = project_root()/"runs"/name/"config.yaml"
-    if os.environ.get(TEMP_RUNS) or not p.exists(): return None, ""
+    root = kept_runs()  # where `run_until(..., name=)` keeps a notebook's run (none under the test command)
+    if root is None or not (p := root/name/"config.yaml").exists(): return None, ""
     try: data = load_config(p).model_dump()
     except ConfigError as e:
         return None, f"runs/{name}/config.yaml does not load ({str(e).splitlines()[0]}): the defaults"

@@ -15,7 +15,7 @@ from .chat import (FAMILY_TEMPLATES, TEMPLATE_OPTIONS, named_template, parse_too
 # %% auto #0
 __all__ = ['LLAMA_31_NAMES', 'ALL_LINEAR', 'QWEN25_NAMES', 'QWEN3_NAMES', 'QWEN', 'FAMILIES', 'CONVERSION', 'IGNORE_MERGES',
            'GGUF_NUMBERS', 'GGUF_STRING', 'GGUF_ARRAY', 'TINY', 'WEATHER', 'TOOLS', 'TOOL_CHAT', 'Family', 'vocab_file',
-           'gguf_metadata', 'gguf_tokenizer_fields', 'write_sentencepiece', 'family_tokenizer', 'vocab_cases',
+           'write_sentencepiece', 'family_tokenizer', 'gguf_metadata', 'gguf_tokenizer_fields', 'vocab_cases',
            'vocab_agreement', 'tiny_family_model', 'mask_check', 'served_prefix', 'tool_mask_check', 'missing_targets',
            'family_of', 'template_source', 'converter_archs']
 
@@ -81,52 +81,6 @@ def vocab_file(name:str # a key of `FAMILIES`
 CONVERSION = 3  # how `_convert_vocab` and `_save` make a tokenizer: part of the cache's key (raise it when they change)
 IGNORE_MERGES = ("llama-bpe",)  # vocabularies llama.cpp tokenizes with ignore_merges (src/llama-vocab.cpp: LLAMA3)
 
-GGUF_NUMBERS = {0: "u1", 1: "i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?",
-                10: "<u8", 11: "<i8", 12: "<f8"}  # GGUF's number types as NumPy's
-GGUF_STRING, GGUF_ARRAY = 8, 9  # the other two value types of GGUF's metadata (ggml/include/gguf.h)
-
-def gguf_metadata(path:Path, # a GGUF file (little-endian, version 2 or 3)
-                  prefix:str="" # only the keys that start with it
-                 ) -> dict:
-    "A GGUF file's metadata (key: value; an array as a list) read from its header, the tensors untouched."
-    import mmap, struct
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        magic, version, _, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
-        if magic != b"GGUF" or version not in (2, 3): raise ValueError(f"{path}: not a little-endian GGUF v2/v3 file")
-        pos = 24
-        def string():
-            nonlocal pos
-            n, = struct.unpack_from("<Q", buf, pos)
-            pos += 8 + n
-            return str(buf[pos - n:pos], "utf-8")
-        def value(kind):
-            nonlocal pos
-            if kind == GGUF_STRING: return string()
-            if kind in GGUF_NUMBERS:
-                v = np.frombuffer(buf, GGUF_NUMBERS[kind], 1, pos)[0].item()
-                pos += np.dtype(GGUF_NUMBERS[kind]).itemsize
-                return v
-            if kind != GGUF_ARRAY: raise ValueError(f"{path}: unknown value type {kind} at byte {pos}")
-            of, n = struct.unpack_from("<IQ", buf, pos)
-            pos += 12
-            if of in GGUF_NUMBERS:  # one read for the whole array
-                v = np.frombuffer(buf, GGUF_NUMBERS[of], n, pos).tolist()
-                pos += n * np.dtype(GGUF_NUMBERS[of]).itemsize
-                return v
-            return [value(of) for _ in range(n)]
-        out = {}
-        for _ in range(n_kv):
-            key = string()
-            kind, = struct.unpack_from("<I", buf, pos)
-            pos += 4
-            v = value(kind)
-            if key.startswith(prefix): out[key] = v
-        return out
-
-def gguf_tokenizer_fields(path:Path) -> dict:
-    "The tokenizer fields of a vocabulary GGUF: tokens, scores, token_type, ... (`gguf_metadata`'s `tokenizer.ggml.*`)."
-    return {k.removeprefix("tokenizer.ggml."): v for k, v in gguf_metadata(path, "tokenizer.ggml.").items()}
-
 def _convert_vocab(path:Path, # a vocabulary GGUF
                    f:Family # its family: BOS, and whether a word in the vocabulary is one token whatever the merges say
                   ):
@@ -187,6 +141,53 @@ def family_tokenizer(name:str # a key of `FAMILIES`
         try: tmp.rename(folder)
         except OSError: shutil.rmtree(tmp)  # another process converted it first
     return AutoTokenizer.from_pretrained(str(folder))
+
+# %% ../nbs/09_families.ipynb #fa00010c
+GGUF_NUMBERS = {0: "u1", 1: "i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?",
+                10: "<u8", 11: "<i8", 12: "<f8"}  # GGUF's number types as NumPy's
+GGUF_STRING, GGUF_ARRAY = 8, 9  # the other two value types of GGUF's metadata (ggml/include/gguf.h)
+
+def gguf_metadata(path:Path, # a GGUF file (little-endian, version 2 or 3)
+                  prefix:str="" # only the keys that start with it
+                 ) -> dict:
+    "A GGUF file's metadata (key: value; an array as a list) read from its header, the tensors untouched."
+    import mmap, struct
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        magic, version, _, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
+        if magic != b"GGUF" or version not in (2, 3): raise ValueError(f"{path}: not a little-endian GGUF v2/v3 file")
+        pos = 24
+        def string():
+            nonlocal pos
+            n, = struct.unpack_from("<Q", buf, pos)
+            pos += 8 + n
+            return str(buf[pos - n:pos], "utf-8")
+        def value(kind):
+            nonlocal pos
+            if kind == GGUF_STRING: return string()
+            if kind in GGUF_NUMBERS:
+                v = np.frombuffer(buf, GGUF_NUMBERS[kind], 1, pos)[0].item()
+                pos += np.dtype(GGUF_NUMBERS[kind]).itemsize
+                return v
+            if kind != GGUF_ARRAY: raise ValueError(f"{path}: unknown value type {kind} at byte {pos}")
+            of, n = struct.unpack_from("<IQ", buf, pos)
+            pos += 12
+            if of in GGUF_NUMBERS:  # one read for the whole array
+                v = np.frombuffer(buf, GGUF_NUMBERS[of], n, pos).tolist()
+                pos += n * np.dtype(GGUF_NUMBERS[of]).itemsize
+                return v
+            return [value(of) for _ in range(n)]
+        out = {}
+        for _ in range(n_kv):
+            key = string()
+            kind, = struct.unpack_from("<I", buf, pos)
+            pos += 4
+            v = value(kind)
+            if key.startswith(prefix): out[key] = v
+        return out
+
+def gguf_tokenizer_fields(path:Path) -> dict:
+    "The tokenizer fields of a vocabulary GGUF: tokens, scores, token_type, ... (`gguf_metadata`'s `tokenizer.ggml.*`)."
+    return {k.removeprefix("tokenizer.ggml."): v for k, v in gguf_metadata(path, "tokenizer.ggml.").items()}
 
 # %% ../nbs/09_families.ipynb #fa000013
 def vocab_cases(name:str # a key of `FAMILIES`

@@ -12,10 +12,11 @@ from .config import Config, to_yaml, expand
 from .env import package_version
 
 # %% auto #0
-__all__ = ['HASH_CHUNK', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'file_key', 'describe_files', 'save_figure',
-           'in_jupyter', 'show_table', 'show_scores', 'is_main_process', 'run_folder', 'Run', 'project_root',
-           'shown_path', 'RunError', 'read_json', 'write_text_atomic', 'write_json_atomic', 'flocked', 'RunLocked',
-           'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage', 'Stage', 'declares']
+__all__ = ['HASH_CHUNK', 'TEMP_RUNS', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'file_key', 'describe_files',
+           'save_figure', 'in_jupyter', 'show_table', 'show_scores', 'is_main_process', 'run_folder', 'Run',
+           'project_root', 'kept_runs', 'shown_path', 'RunError', 'read_json', 'write_text_atomic', 'write_json_atomic',
+           'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage', 'Stage',
+           'declares']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -122,6 +123,12 @@ def project_root(start:Path|None=None) -> Path: # where to look from (default: t
     "The nearest folder at or above `start` that holds `settings.ini` or `.git`; `start` itself when none does."
     start = Path(start or Path.cwd()).resolve()
     return next((p for p in (start, *start.parents) if (p/"settings.ini").exists() or (p/".git").exists()), start)
+
+TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
+
+def kept_runs() -> Path|None:
+    "Where a notebook's named run is kept, `runs/` at the project root; None while `TEMP_RUNS` is set (the tests)."
+    return None if os.environ.get(TEMP_RUNS) else project_root()/"runs"
 
 def shown_path(path:str|Path) -> str:
     "`path` relative to the project the working folder is in, when it is inside it; else the absolute path."

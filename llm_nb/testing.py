@@ -9,18 +9,16 @@ from pathlib import Path
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .config import Config, demo_config, load_config
-from .run import Run, project_root
+from .run import Run, kept_runs
 from .env import cuda_available, peft_quietly
 
 # %% auto #0
-__all__ = ['TEMP_RUNS', 'TEXT_ONLY', 'SKIPPED', 'GPU_EXPECTED', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD',
-           'run_until', 'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn', 'hermes_message',
+__all__ = ['TEXT_ONLY', 'SKIPPED', 'GPU_EXPECTED', 'FAILURE_MODES', 'SLOW_EXTRA', 'DROP_AFTER', 'FAKE_OPENAI_CMD', 'run_until',
+           'MissingComponent', 'have', 'need_gpu', 'send_json', 'send_event', 'StandIn', 'hermes_message',
            'whole_answer', 'FakeOpenAI', 'serve_fake_openai', 'PagedAPI', 'random_adapter', 'CharTokenizer',
            'fake_pynvml', 'wandb_log']
 
 # %% ../nbs/04_testing.ipynb #b37df51d
-TEMP_RUNS = "LLM_NB_TEMP_RUNS"  # set (to anything but "") by the test command: every run is temporary
-
 def run_until(stage:str, # the stage under test: every stage before it is run
               cfg:Config|None=None, # the config to run (default: the shipped demo config)
               name:str|None=None, # a notebook's own run, kept in runs/<name>; None: a temporary one
@@ -30,8 +28,8 @@ def run_until(stage:str, # the stage under test: every stage before it is run
     from llm_nb.pipeline import STAGES, run_pipeline  # the one place that knows the order; lazy: it imports every stage
     names = list(STAGES)
     if stage not in names: raise ValueError(f"unknown stage {stage!r}; stages are {names}")
-    keep, before = bool(name) and not os.environ.get(TEMP_RUNS), names[:names.index(stage)]
-    root = str(project_root()/"runs") if keep else tempfile.mkdtemp(prefix="llm_nb-test-")
+    keep, before = bool(name) and kept_runs() is not None, names[:names.index(stage)]
+    root = str(kept_runs()) if keep else tempfile.mkdtemp(prefix="llm_nb-test-")
     if not keep: atexit.register(shutil.rmtree, root, True)
     base = cfg.model_dump() if cfg is not None else demo_config().model_dump()
     cfg = load_config(base, **{**overrides, "run.root": root, **({"run.name": name} if name else {})})
