@@ -3,8 +3,8 @@ spans in layers, BIO and BIOES, through the dataset and through HF-style JSONL),
 reported with its line and span, and the stage on the demo's synth output and with a tokenizer's offsets."""
 import json, random
 import pytest
-from llm_nb.annotate import (class_dataset, from_dataset, hf_rows, ner_dataset, prepare, read_doccano, read_hf_jsonl,
-                             run_annotate, token_offsets, write_doccano)
+from llm_nb.annotate import class_dataset, from_dataset, hf_rows, read_hf_jsonl, run_annotate, write_doccano
+from llm_nb.doccano import ner_dataset, prepare, read_doccano, token_offsets
 from llm_nb.config import ConfigError, demo_config
 from llm_nb.run import Run
 from llm_nb.testing import run_until

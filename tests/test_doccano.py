@@ -6,7 +6,8 @@ import io, json, os, signal, socket, subprocess, time, zipfile
 from dataclasses import replace
 from pathlib import Path
 import httpx, pytest
-from llm_nb.annotate import from_dataset, hf_rows, ner_dataset, prepare, read_doccano, run_annotate, write_doccano
+from llm_nb.annotate import from_dataset, hf_rows, run_annotate, write_doccano
+from llm_nb.doccano import ner_dataset, prepare, read_doccano
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.synth import run_synth

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Doccano (PyPI `doccano`, the annotation tool whose JSONL exports llm_nb.annotate reads and writes back, MIT) in its
-# own venv under the llm_nb cache, keyed by version, for tests/test_doccano.py: a real Doccano, offline, on 127.0.0.1.
+# Doccano (PyPI `doccano`, the annotation tool whose JSONL exports llm_nb.doccano reads and llm_nb.annotate writes
+# back, MIT) in its own venv under the llm_nb cache, keyed by version, for tests/test_doccano.py: a real Doccano,
+# offline, on 127.0.0.1.
 # Its own venv because it pins its own Django, pandas (<2) and SQLAlchemy (<2), which must not move the project's.
 # Idempotent: a finished venv is reused (the marker `.llm_nb-ok` is written last). Prints the venv on its last line.
 # Doccano 1.8.4 supports Python 3.8-3.11 (pandas<2 has no wheels for 3.12): `python3` must be one of them
