@@ -70,7 +70,7 @@ print("RESULT", json.dumps(dict(rows_out=c["rows_out"], exact_dup=c["rejected"].
 
 FLOOR = r'''
 import json, sys, duckdb
-from llm_nb.clean import normalize_sql
+from llm_nb.clean_text import normalize_sql
 root, mem = sys.argv[1], sys.argv[2]
 con = duckdb.connect(config=dict(memory_limit=mem, threads=2))
 n = con.execute(f"SELECT count(DISTINCT md5({normalize_sql('text')})) FROM read_parquet('{root}/bench/ingest/parts/input.parquet')").fetchall()[0][0]
@@ -79,7 +79,7 @@ print("RESULT", json.dumps(dict(distinct=n)))
 
 FAIR_FLOOR = r'''
 import json, sys, duckdb
-from llm_nb.clean import normalize_sql
+from llm_nb.clean_text import normalize_sql
 root, mem = sys.argv[1], sys.argv[2]
 con = duckdb.connect(config=dict(memory_limit=mem, threads=2, preserve_insertion_order=False))
 con.execute(f"""CREATE TEMP TABLE n AS SELECT *, hash(text) AS h, text = '' AS empty FROM (SELECT {normalize_sql('text')}

@@ -1,5 +1,5 @@
-"""Benchmark: language ID (`llm_nb.clean.languages_of`: py3langid's model, texts walked in batches) on the 62,773 real
-reviews of the corpus, against py3langid's own `classify`, one text at a time (`text_language`), in one run.
+"""Benchmark: language ID (`llm_nb.clean_match.languages_of`: py3langid's model, texts walked in batches) on the 62,773
+real reviews of the corpus, against py3langid's own `classify`, one text at a time (`text_language`), in one run.
 
 A review with a Chinese character in it is Chinese (the corpus holds a few reviews written in English alone: those
 are not), so each one read as another language is a false reject under `clean.languages: [zh]` (`zxx`, a text
@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_data_arg, add_rows_arg, add_smoke_arg, corpus
-from llm_nb.clean import NO_LANGUAGE, lang_identifier, languages_of, text_language
+from llm_nb.clean_match import NO_LANGUAGE, lang_identifier, languages_of, text_language
 
 TARGET_SHARE, TARGET_MIXED, TARGET_SPEEDUP = 0.001, 0.005, 2.0  # Chinese reviews (all, mixed-script) read as another language, narrowed
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")  # a Chinese character: the review is Chinese

@@ -39,7 +39,7 @@ import json, sys, time
 from pathlib import Path
 from llm_nb.config import load_config
 from llm_nb.run import Run
-from llm_nb.clean import connect, make_scored, exact_dedup
+from llm_nb.clean_passes import connect, make_scored, exact_dedup
 root, mem, side = sys.argv[1], sys.argv[2], sys.argv[3]
 cfg = load_config(None, **{"run.root": root, "run.name": "bench", "clean.memory_limit": mem, "clean.threads": 2})
 cc, run = cfg.clean, Run(root + "/bench", cfg)
@@ -84,7 +84,7 @@ print("RESULT", json.dumps(dict(rows=rows, near_s=near_s, dups=len(dups))))
 '''
 
 NEW = PREP + r'''
-from llm_nb.clean import near_dedup_pass
+from llm_nb.clean_passes import near_dedup_pass
 stats = near_dedup_pass(con, cc, cfg.run.seed)
 near_s = time.perf_counter() - t
 dups = dict(con.execute("SELECT k, dup_of FROM near_dups").fetchall())
@@ -103,7 +103,7 @@ from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets
 from datatrove.pipeline.readers import ParquetReader
 from datatrove.pipeline.writers.jsonl import JsonlWriter
 from datatrove.utils.hashing import HashConfig
-from llm_nb.clean import near_lsh
+from llm_nb.clean_match import near_lsh
 import datatrove.pipeline.dedup.minhash as dtm
 class CharSignature(MinhashDedupSignature):
     "datatrove's signature stage over character n-grams."

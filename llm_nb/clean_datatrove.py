@@ -11,9 +11,11 @@ import duckdb
 from datatrove.pipeline.base import PipelineStep
 from .config import load_config, memory_bytes
 from .run import Run
-from .clean import (CLEAN, clean_duckdb, record_clean, connect_at, sensitive_words, exact_dedup, duckdb_memory_limit, near_decide, near_dedup_pass,
-                          make_near_bands, make_near_pairs, make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes, sql_str,
-                          write_outputs, judge_texts, run_eval_grams)
+from .clean_text import sensitive_words, sql_str
+from .clean_match import judge_texts
+from .clean_passes import (connect_at, exact_dedup, near_decide, near_dedup_pass, make_near_bands, make_near_pairs,
+                                 make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes)
+from .clean import CLEAN, clean_duckdb, record_clean, duckdb_memory_limit, write_outputs, run_eval_grams
 
 # %% auto #0
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
@@ -34,7 +36,7 @@ class CleanJob:
     tmp: Path  # DuckDB's temp_dir: one folder per task under it
     executor: str = "local"  # local | slurm, as reported in stats.json
     tasks: int = 2  # tasks of the parallel steps
-    eval_grams: object = None  # the evaluation files' n-grams (`12_clean`'s `EvalGrams`), read once; None: none
+    eval_grams: object = None  # the evaluation files' n-grams (`clean_match.EvalGrams`), read once; None: none
 
     def part(self, step:str, rank:int) -> Path:
         "The Parquet file task `rank` of `step` writes."
@@ -79,7 +81,7 @@ MASK64 = "18446744073709551615::UHUGEINT"  # 2**64 - 1
 HALVES = f"(text_hash >> 64)::UBIGINT AS hash_hi, (text_hash & {MASK64})::UBIGINT AS hash_lo"  # SQL: as written
 
 def score_shard(job:CleanJob, rank:int, world:int) -> dict:
-    "Step 1, `world` tasks: pass 1 of `12_clean` over the input rows of shard `rank` → scored/<rank>.parquet."
+    "Step 1, `world` tasks: pass 1 (`clean_passes`) over the input rows of shard `rank` → scored/<rank>.parquet."
     con = task_con(job, f"score-{rank}")
     sql = scored_sql(job.ccfg, job.words, job.src, rows=shard_rows(job.src, rank, world))
     if job.ccfg.lang_id or job.eval_grams is not None:  # per text: each shard's rows get the verdicts one process gives

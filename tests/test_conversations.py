@@ -9,7 +9,7 @@ from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean_datatrove import run_clean
 from llm_nb.records import decode_turns, pair_of
-from llm_nb.clean import placeholder
+from llm_nb.clean_text import placeholder
 
 PHONE = "13812345678"
 GOOD = [  # (record, its turns as ingest keeps them)

@@ -12,7 +12,7 @@ from llm_nb.clean_datatrove import run_clean
 CSV = Path(__file__).resolve().parents[2]/"shared"/"data"/"online_shopping_10_cats.csv"
 
 def py_normalize(t:str) -> str:
-    "The normalization of llm_nb.clean, written independently with Python's re."
+    "The normalization of llm_nb.clean_text, written independently with Python's re."
     t = re.sub(r"\r\n?", "\n", t)
     t = re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u200b]", "", t)
     t = re.sub(r"[ \t]+", " ", t)
