@@ -87,13 +87,19 @@ class SynthCfg(Section):
     n_blank: int = Field(2, ge=0)  # empty lines
     n_document_pages: int = Field(3, ge=0, le=3)  # pages of a generated PDF handbook beside the raw file (0 = none)
     n_instructions: int = Field(0, ge=0)  # conversations about records of the same kinds (synth/chat/train.jsonl)
-    n_heldout_instructions: int = Field(0, ge=0)  # questions about other records, never trained on (synth/chat/heldout.jsonl)
-    n_preference_pairs: int = Field(0, ge=0)  # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
-    n_heldout_pairs: int = Field(0, ge=0)  # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
-    n_tool_instructions: int = Field(0, ge=0)  # conversations that call the `check_stock` tool (in synth/chat/train.jsonl)
-    n_heldout_tool_calls: int = Field(0, ge=0)  # questions about other reviews answered by a call of it (synth/chat/heldout_tools.jsonl)
-    # share of the training conversations answered in a second style, the answer labelled ("症状：头痛、胸闷", "Product:
-    # desk lamp"); above 0 the preference pairs prefer that style (their rejected side mostly the same answer plain)
+    # questions about other records, never trained on (synth/chat/heldout.jsonl)
+    n_heldout_instructions: int = Field(0, ge=0)
+    # questions with a right and a wrong answer (synth/chat/preference.jsonl): DPO
+    n_preference_pairs: int = Field(0, ge=0)
+    # pairs about other records, never trained on (synth/chat/preference_heldout.jsonl)
+    n_heldout_pairs: int = Field(0, ge=0)
+    # conversations that call the `check_stock` tool (in synth/chat/train.jsonl)
+    n_tool_instructions: int = Field(0, ge=0)
+    # questions about other reviews answered by a call of it (synth/chat/heldout_tools.jsonl)
+    n_heldout_tool_calls: int = Field(0, ge=0)
+    # share of the training conversations answered in a second style, the answer labelled
+    # ("症状：头痛、胸闷", "Product: desk lamp"); above 0 the preference pairs prefer that style (their
+    # rejected side mostly the same answer plain)
     styled_answers: float = Field(0.0, ge=0, le=1)
     # held-out questions copied into raw.jsonl with their answers, reformatted: contamination that clean must catch
     # (none where there are no held-out questions)
@@ -179,8 +185,8 @@ class CleanCfg(Section):
     sensitive_action: Literal["drop", "mask"] = "drop"  # drop the record, or replace each hit with ***
     min_chars: int = Field(5, ge=0)  # shorter normalized texts are rejected
     max_chars: int = Field(100_000, gt=0)  # longer normalized texts are rejected
-    # share of marks among letters and marks, where a run of punctuation or symbols (～～～, ⊙▽⊙, →_→) is one mark
-    # and digits and spaces are left aside (1 = off)
+    # share of marks among letters and marks, where a run of punctuation or symbols (～～～, ⊙▽⊙, →_→) is
+    # one mark and digits and spaces are left aside (1 = off)
     max_symbol_ratio: float = Field(0.6, ge=0, le=1)
     require_letters: bool = True  # reject texts without a single letter (punctuation soup, one mark repeated)
     reject_mojibake: bool = True  # reject UTF-8 that was decoded as Latin-1/cp1252 upstream (Ã©, æ–‡)
@@ -288,9 +294,9 @@ class LoraCfg(Section):
     alpha: int|None = None  # None: the preset's
     dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str]|None = None  # None: the preset's; ["all-linear"]: every linear layer but the head
-    # whole modules trained beside the adapter and saved with it (peft's modules_to_save), e.g. [embed_tokens, lm_head]
-    # when tokens were added or the base is random; vLLM cannot serve such an adapter as LoRA (serve the merge), llama.cpp
-    # serves it on a base GGUF holding those modules (export's base-<outtype>.gguf)
+    # whole modules trained beside the adapter and saved with it (peft's modules_to_save), e.g. [embed_tokens,
+    # lm_head] when tokens were added or the base is random; vLLM cannot serve such an adapter as LoRA (serve the
+    # merge), llama.cpp serves it on a base GGUF holding those modules (export's base-<outtype>.gguf)
     modules_to_save: list[str] = []
 
 # %% ../nbs/00_config.ipynb #9c025414
@@ -316,7 +322,8 @@ class TokenizeCfg(Section):
     # an answer's reasoning (reasoning_content, <think>…</think>), where the template writes it: trained, or masked
     # (the answer after it and its tool calls are trained either way; a template may drop past turns' reasoning)
     train_on_reasoning: bool = True
-    too_long: Literal["truncate", "drop"] = "truncate"  # a conversation over max_length: cut after a whole answer, or drop
+    # a conversation over max_length: cut after a whole answer, or drop
+    too_long: Literal["truncate", "drop"] = "truncate"
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 
@@ -381,7 +388,8 @@ DPO_LOSSES = ("sigmoid", "ipo", "hinge", "robust", "exo_pair", "nca_pair", "bco_
 class PreferenceCfg(Section):
     "Preference and reward tuning after SFT: DPO or GRPO through TRL on the SFT adapter (off by default)."
     method: Literal["off", "dpo", "grpo"] = "off"
-    beta: float = Field(0.1, gt=0)  # DPO: how far the policy may move from the reference (the SFT model): lower = further
+    # DPO: how far the policy may move from the reference (the SFT model): lower = further
+    beta: float = Field(0.1, gt=0)
     loss_type: Literal[DPO_LOSSES] = "sigmoid"
     max_steps: int = Field(60, gt=0)
     learning_rate: float = Field(5e-6, gt=0)  # DPO's usual for real models; the demo's tiny model uses far more
@@ -404,7 +412,8 @@ class PreferenceCfg(Section):
     # reward signature: `f(prompts, completions, reference, **kw) -> list[float]`)
     reward: str = "exact_match"
     reward_regex: str = ""
-    num_generations: int = Field(4, ge=2)  # GRPO: completions sampled per prompt (a group); batch_size counts completions
+    # GRPO: completions sampled per prompt (a group); batch_size counts completions
+    num_generations: int = Field(4, ge=2)
     temperature: float = Field(1.0, gt=0)  # GRPO: sampling temperature of the completions
     kl_beta: float = Field(0.0, ge=0)  # GRPO: KL penalty toward the SFT model (TRL's default 0: no reference at all)
     # GRPO's completions: hf = the policy's own `generate` (any device); vllm = vLLM in the training process on its
@@ -419,14 +428,16 @@ class PreferenceCfg(Section):
             raise ValueError(f"preference.batch_size x grad_accum ({self.batch_size * self.grad_accum}) must be a "
                              f"multiple of num_generations ({self.num_generations}): each prompt's group is one batch")
         if self.reward == "regex" and not self.reward_regex:
-            raise ValueError("preference.reward=regex needs preference.reward_regex, the pattern a completion must match")
+            raise ValueError("preference.reward=regex needs preference.reward_regex, "
+                             "the pattern a completion must match")
         if self.reward not in ("exact_match", "f1", "regex") and ":" not in self.reward:
             raise ValueError(f"preference.reward={self.reward!r}: exact_match, f1, regex, or a `module:function`")
         if self.prompts == "conversations" and (self.method != "grpo" or self.rejected != "data"):
             raise ValueError("preference.prompts=conversations is GRPO's (preference.method: grpo): conversations have "
                              "no rejected answer, for DPO or for preference.rejected: sft to replace")
         if self.generation == "vllm" and self.method != "grpo":
-            raise ValueError("preference.generation=vllm is GRPO's way of sampling completions (preference.method: grpo)")
+            raise ValueError("preference.generation=vllm is GRPO's way of sampling completions "
+                             "(preference.method: grpo)")
         return self
 
 
@@ -559,7 +570,8 @@ class ExportCfg(Section):
     # LoRA): export/parity.md; the stage fails when a form is not the PEFT model; 0 = skip (it holds the PEFT and the
     # merged HF model in memory at once, in float32 on the CPU, as the GGUF checks do: twice a 7B model's 28 GB)
     parity_prompts: int = Field(8, ge=0)
-    parity_floor: float = Field(0.875, ge=0, le=1)  # the share of identical answers a form needs; each parting a near-tie
+    # the share of identical answers a form needs; each parting a near-tie
+    parity_floor: float = Field(0.875, ge=0, le=1)
     verbose: bool = False  # show llama.cpp's own log while quantizing (a line per tensor)
 
 # %% ../nbs/00_config.ipynb #cf9a0005
@@ -681,7 +693,8 @@ class MonitorCfg(Section):
     watchdog_window: int = Field(12, ge=2)  # samples the growth is fitted over
     watchdog_interval_s: float = Field(5.0, gt=0)  # seconds between samples
     watchdog_backoff_s: float = Field(5.0, ge=0)  # wait before the first restart, doubled for each next one
-    watchdog_max_restarts: int = Field(5, ge=0)  # restarts within a quiet period; then it gives up, and `llm_nb serve` exits 1
+    # restarts within a quiet period; then it gives up, and `llm_nb serve` exits 1
+    watchdog_max_restarts: int = Field(5, ge=0)
     # a server that ran this long without a restart has the whole restart budget again (and the first backoff)
     watchdog_quiet_s: float = Field(600.0, gt=0)
 
@@ -715,7 +728,8 @@ class Config(Section):
         t, ds, la = self.train, self.deepspeed, self.launch
         per_step = t.grad_accum * la.nnodes * la.nproc_per_node  # a launched job's ranks × accumulation
         refuse(self.fsdp.version != "off" and ds.stage != "off" and
-               f"fsdp.version={self.fsdp.version} and deepspeed.stage={ds.stage}: one engine shards a job, turn one off",
+               f"fsdp.version={self.fsdp.version} and deepspeed.stage={ds.stage}: "
+               "one engine shards a job, turn one off",
                t.nan_policy == "skip" and ds.stage != "off" and
                f"train.nan_policy=skip does not work under deepspeed.stage {ds.stage} (its engine steps the "
                "optimizer): use stop or rollback",
@@ -734,7 +748,8 @@ def evaluation_files(cfg:Config) -> list[tuple[str, str]]:
         if cfg.preference.method != "off" and cfg.preference.heldout:
             files.append(("preference_heldout", cfg.preference.heldout))
     names = [n for n, _ in files]
-    if len(set(names)) < len(names): raise ConfigError(f"clean.decontaminate: two evaluation files share a name: {names}")
+    if len(set(names)) < len(names):
+        raise ConfigError(f"clean.decontaminate: two evaluation files share a name: {names}")
     return files
 
 
@@ -961,7 +976,8 @@ def _json_fields(path:Path, # a JSON document holding a list of records
     return next((list(r) for r in doc if isinstance(r, dict)), None) if isinstance(doc, list) else None
 
 # %% ../nbs/00_config.ipynb #cf9a0011
-FIELD_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # ingest.EXT_FORMATS adds the rest
+# ingest.EXT_FORMATS adds the rest
+FIELD_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
 def file_fields(path:str|Path, # a csv, jsonl, json or parquet file
                 fmt:str, # its format: "csv", "jsonl", "json" or "parquet"

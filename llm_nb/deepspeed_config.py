@@ -105,7 +105,8 @@ def build_locks(root:Path|None=None # the extension build folder; `TORCH_EXTENSI
 def clear_stale_locks(root:Path|None=None, # the extension build folder; `TORCH_EXTENSIONS_DIR` or torch's default
                       older_than_s:float=1800 # a lock older than this was left by a killed build
                      ) -> list[Path]:
-    "Remove build locks older than `older_than_s` (DeepSpeed would wait on them forever), name younger ones; the removed."
+    """Remove build locks older than `older_than_s` (DeepSpeed would wait on them forever), name younger ones; the
+    removed."""
     gone = []
     for p in build_locks(root):
         try: age = time.time() - p.stat().st_mtime

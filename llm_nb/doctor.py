@@ -16,7 +16,8 @@ from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
 from .model import base_model_path, load_tokenizer
 from .chat import end_of_turn
-from .serve import LLAMA_REASONING_FORMAT, VLLM_PARSER_TABLES, parser_flags, served_parsers, vllm_package, vllm_parser_names
+from .serve import (LLAMA_REASONING_FORMAT, VLLM_PARSER_TABLES, parser_flags, served_parsers, vllm_package,
+                          vllm_parser_names)
 from .families import FAMILIES, converter_archs, family_of, missing_targets, template_source
 
 # %% auto #0
@@ -134,8 +135,9 @@ def check_eos(cfg:Config # the config whose run folder is checked
                                    "the chat template's {% generation %} span must close with it; re-run tokenize")
     if eos is None: return Verdict("eos", "warn", f"{model} has no generation_config.json to check",
                                    "make sure the server stops at " + name)
-    if eot not in eos: return Verdict("eos", "fail", f"{name} is not among the eos_token_id {eos} of {model}: the model "
-                                      "will write on past its answers", "re-run export (it adds the id), or add it by hand")
+    if eot not in eos: return Verdict("eos", "fail", f"{name} is not among the eos_token_id {eos} of {model}: "
+                                      "the model will write on past its answers",
+                                      "re-run export (it adds the id), or add it by hand")
     return Verdict("eos", "ok", f"{name} trained {trained} times, and it ends generation in {model.name}")
 
 # %% ../nbs/91_doctor.ipynb #dr000013
@@ -316,30 +318,40 @@ def _vllm_archs() -> set[str]|None:
 
 def check_parsers(template:str|None # the model's chat template
                  ) -> Verdict:
-    "The parsers servers will read its tool calls and reasoning with: vLLM's, its family's (each checked in vLLM's registries); llama-server's."
+    """The parsers servers will read its tool calls and reasoning with: vLLM's, its family's (each checked in vLLM's
+    registries); llama-server's."""
     parsers = served_parsers(template)
-    unknown = [v for k, v in parsers.items() if k in VLLM_PARSER_TABLES and (names := vllm_parser_names(k)) is not None and v not in names]
-    vllm = " ".join(parser_flags(parsers)) if parsers else "none (no family's template that writes tool calls or reasoning)"
+    unknown = [v for k, v in parsers.items()
+               if k in VLLM_PARSER_TABLES and (names := vllm_parser_names(k)) is not None and v not in names]
+    vllm = (" ".join(parser_flags(parsers)) if parsers
+            else "none (no family's template that writes tool calls or reasoning)")
     return Verdict("parsers", "fail" if unknown else "ok",
-                   f"vLLM: {vllm}; llama-server: the template's own (--jinja), --reasoning-format {LLAMA_REASONING_FORMAT}" +
-                   (f"; vLLM's registries lack {', '.join(unknown)}" if unknown else ""), "install the vLLM llm_nb pins")
+                   f"vLLM: {vllm}; llama-server: the template's own (--jinja), "
+                   f"--reasoning-format {LLAMA_REASONING_FORMAT}" +
+                   (f"; vLLM's registries lack {', '.join(unknown)}" if unknown else ""),
+                   "install the vLLM llm_nb pins")
 
 def check_model(folder:Path # a model folder: config.json and a tokenizer
                ) -> list[Verdict]:
-    "What the stages will meet in a model folder: family and preset, template and its source, end of turn, parsers, GGUF, vLLM."
+    """What the stages will meet in a model folder: family and preset, template and its source, end of turn, parsers,
+    GGUF, vLLM."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     import torch
     conf = json.loads((Path(folder)/"config.json").read_text())
     arch = (conf.get("architectures") or ["?"])[0]
     tok = AutoTokenizer.from_pretrained(str(folder))
     fam = family_of(arch, tok.chat_template)
-    out = [Verdict("family", "ok" if fam else "warn", f"{fam} ({arch})" if fam else f"{arch}: none of {', '.join(FAMILIES)}",
-                   "LoRA targets, template and stop tokens are yours to check: set lora.target_modules and tokenize.chat_template")]
+    out = [Verdict("family", "ok" if fam else "warn",
+                   f"{fam} ({arch})" if fam else f"{arch}: none of {', '.join(FAMILIES)}",
+                   "LoRA targets, template and stop tokens are yours to check: "
+                   "set lora.target_modules and tokenize.chat_template")]
     with torch.device("meta"): model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
     if fam:
         miss = missing_targets(model, FAMILIES[fam].lora)
-        out.append(Verdict("preset", "fail" if miss else "ok", f"lora.target_modules: [{', '.join(FAMILIES[fam].lora)}]" +
-                           (f"; no layer named {', '.join(miss)}" if miss else ""), "set lora.target_modules to layers the model has"))
+        out.append(Verdict("preset", "fail" if miss else "ok",
+                           f"lora.target_modules: [{', '.join(FAMILIES[fam].lora)}]" +
+                           (f"; no layer named {', '.join(miss)}" if miss else ""),
+                           "set lora.target_modules to layers the model has"))
     src = template_source(tok.chat_template)
     out.append(Verdict("template", "ok" if tok.chat_template else "warn",
                        (f"its own, llama.cpp's models/templates/{src}" if src else "its own, not one llama.cpp ships")
@@ -349,16 +361,19 @@ def check_model(folder:Path # a model folder: config.json and a tokenizer
             eot = end_of_turn(tok, tok.chat_template)
             stops = (_eos_ids(Path(folder)) or [])
             out.append(Verdict("end of turn", "ok" if eot in stops else "warn",
-                               f"{tok.convert_ids_to_tokens(eot)} = {eot}" + ("" if eot in stops else f", not in generation_config's eos_token_id {stops}"),
+                               f"{tok.convert_ids_to_tokens(eot)} = {eot}"
+                               + ("" if eot in stops else f", not in generation_config's eos_token_id {stops}"),
                                "the export stage adds it to the merged model's generation config (chat_stops)"))
-        except ConfigError as e: out.append(Verdict("end of turn", "fail", str(e), "pick the template of the model's family"))
+        except ConfigError as e:
+            out.append(Verdict("end of turn", "fail", str(e), "pick the template of the model's family"))
     out.append(check_parsers(tok.chat_template))
     out.append(Verdict("gguf", "ok" if arch in converter_archs() else "fail",
                        f"llama.cpp's converter {'takes' if arch in converter_archs() else 'has no'} {arch}",
                        "serve it with vLLM (serve.model: merged) instead of a GGUF"))
     vllm = _vllm_archs()
     out.append(Verdict("vllm", "skip" if vllm is None else "ok" if arch in vllm else "fail",
-                       "vLLM is not installed" if vllm is None else f"vLLM's registry {'names' if arch in vllm else 'lacks'} {arch}",
+                       "vLLM is not installed" if vllm is None
+                       else f"vLLM's registry {'names' if arch in vllm else 'lacks'} {arch}",
                        "serve the GGUF with llama-server"))
     return out
 

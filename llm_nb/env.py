@@ -179,7 +179,8 @@ def cjk_fonts():
         yield found and found[0]
 
 # %% ../nbs/01_env.ipynb #en000021
-LLAMA_CPP_VERSION = "0.3.36"  # llama-cpp-python release whose vendored llama.cpp we convert, serve and read vocabularies from
+# llama-cpp-python release whose vendored llama.cpp we convert, serve and read vocabularies from
+LLAMA_CPP_VERSION = "0.3.36"
 
 def cache_dir() -> Path:
     "Where tools/install.sh keeps llama.cpp's source and builds: $LLM_NB_CACHE or ~/.cache/llm_nb."

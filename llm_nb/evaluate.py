@@ -95,15 +95,18 @@ def _right_call(rec:dict, where:str) -> dict:
         raise ValueError(f"{where}: field 'tools' must be a non-empty list of OpenAI tools, each "
                          '{"type": "function", "function": {"name": ..., "parameters": ...}}')
     if not isinstance(ans, dict) or not isinstance(ans.get("name"), str) or not isinstance(ans.get("arguments"), dict):
-        raise ValueError(f'{where}: field \'answer\' must be the right call, {{"name": ..., "arguments": {{...}}}}, got {ans!r}')
-    if ans["name"] not in names: raise ValueError(f"{where}: field 'answer' calls {ans['name']!r}, none of the tools {names}")
+        raise ValueError(f'{where}: field \'answer\' must be the right call, {{"name": ..., "arguments": {{...}}}}, '
+                         f'got {ans!r}')
+    if ans["name"] not in names:
+        raise ValueError(f"{where}: field 'answer' calls {ans['name']!r}, none of the tools {names}")
     return dict(name=ans["name"], arguments=ans["arguments"])
 
 def check_task_record(rec, # one parsed JSON line
                       kind:str, # `multiple_choice`, `generate` or `tool_call`
                       where:str # `file:line`, for errors
                      ) -> dict:
-    "The record reduced to its task fields, `answer` as a choice index or a call; `ValueError` naming `where` and the field."
+    """The record reduced to its task fields, `answer` as a choice index or a call; `ValueError` naming `where` and the
+    field."""
     if not isinstance(rec, dict): raise ValueError(f"{where}: a JSON object is expected, got {type(rec).__name__}")
     missing = [f for f in TASK_FIELDS[kind] if f not in rec]
     if missing: raise ValueError(f"{where}: missing field(s) {missing}; a {kind} task needs {list(TASK_FIELDS[kind])}")
@@ -178,11 +181,11 @@ def chat_questions(records:list[dict], # checked `generate` or `tool_call` recor
                    tok, # the tokenizer the run trains with
                    template:str # its chat template (`llm_nb.chat.chat_template`)
                   ) -> list[dict]:
-    """`records` with each question rendered as a user turn (with the record's `tools`, where it has them) and the prompt
-    for the answer; `user`: the question as asked."""
+    """`records` with each question rendered as a user turn (with the record's `tools`, where it has them) and the
+    prompt for the answer; `user`: the question as asked."""
     ask = lambda r: [{"role": "user", "content": r["question"]}]
-    render = lambda chats, tools=None: tok.apply_chat_template(chats, tools=tools, chat_template=template, tokenize=False,
-                                                               add_generation_prompt=True)
+    render = lambda chats, tools=None: tok.apply_chat_template(chats, tools=tools, chat_template=template,
+                                                               tokenize=False, add_generation_prompt=True)
     prompts = ([render(ask(r), r["tools"]) for r in records] if "tools" in records[0]  # a batch takes one list of tools
                else render([ask(r) for r in records]))
     return [dict(r, question=p, user=r["question"]) for r, p in zip(records, prompts)]
@@ -206,19 +209,22 @@ def chat_settings(ec, # `Config.evaluate`
                           **gen(lt.name)) for lt in ec.local_tasks if lt.chat}
 
 # %% ../nbs/30_evaluate.ipynb #tc000004
-def tool_call_match(references:list[str], # the right call's JSON text, {name, arguments}: one (lm-eval scores each question alone)
+def tool_call_match(references:list[str], # the right call, JSON {name, arguments}: one (lm-eval scores questions alone)
                     predictions:list[str], # the model's answer: one
                     **kwargs # the metric's other settings in the task YAML (none)
                    ) -> float:
-    "1.0 when the answer holds exactly one tool call (`parse_tool_calls`), of the right name and with the same arguments as JSON; else 0.0."
+    """1.0 when the answer holds exactly one tool call (`parse_tool_calls`), of the right name and with the same
+    arguments as JSON; else 0.0."""
     right = json.loads(references[0])
     try: calls = parse_tool_calls(predictions[0])
     except ValueError: return 0.0  # a call in Gemma's form whose arguments are no JSON: no call
     as_json = lambda args: json.dumps(args, sort_keys=True, ensure_ascii=False)
-    return float(len(calls) == 1 and calls[0][0] == right["name"] and as_json(calls[0][1]) == as_json(right["arguments"]))
+    return float(len(calls) == 1 and calls[0][0] == right["name"]
+                 and as_json(calls[0][1]) == as_json(right["arguments"]))
 
 def register_tool_call_metric():
-    "`tool_call_match` registered as lm-eval's metric `TOOL_METRIC['metric']`, averaged over the questions; once per process."
+    """`tool_call_match` registered as lm-eval's metric `TOOL_METRIC['metric']`, averaged over the questions; once per
+    process."""
     from lm_eval.api import metrics  # lm-eval's own metrics first: its registry imports them only while it is empty
     from lm_eval.api.registry import metric_registry, register_metric
     if TOOL_METRIC["metric"] not in metric_registry: register_metric(**TOOL_METRIC)(tool_call_match)
@@ -234,8 +240,9 @@ def check_writes_tools(name:str, # the task's name
     render = lambda tools: tok.apply_chat_template(ask, tools=tools, chat_template=template, tokenize=False,
                                                    add_generation_prompt=True)
     if render(rec["tools"]) == render(None):
-        raise ConfigError(f"evaluate.local_tasks: {name} is a tool_call task, but the chat template writes no tools, so the "
-                          "model would never see them: set tokenize.chat_template to one that does (llm_nb.chat.writes_tools)")
+        raise ConfigError(f"evaluate.local_tasks: {name} is a tool_call task, but the chat template writes no tools, "
+                          "so the model would never see them: set tokenize.chat_template to one that does "
+                          "(llm_nb.chat.writes_tools)")
 
 # %% ../nbs/30_evaluate.ipynb #tc000010
 CALL_SLACK = 16  # tokens a call's answer may take beyond its JSON: the template's tags and spacing around it
@@ -257,8 +264,8 @@ def write_chat_task(records:list[dict], # checked records of a chat task
     the template must write), each answer ending where `chat_until` says, a call within `call_tokens`."""
     calls = lt.kind == "tool_call"
     if calls: check_writes_tools(lt.name, tok, template, records[0])
-    return write_task(chat_questions(records, tok, template), lt.name, lt.kind, out, "", chat_until(tok, template, lt.kind),
-                      call_tokens(records, tok) if calls else MAX_GEN_TOKS)
+    return write_task(chat_questions(records, tok, template), lt.name, lt.kind, out, "",
+                      chat_until(tok, template, lt.kind), call_tokens(records, tok) if calls else MAX_GEN_TOKS)
 
 # %% ../nbs/30_evaluate.ipynb #a1e0c010
 def order_windows(blocks:list[list[int]], # held-out blocks of token ids
@@ -334,7 +341,8 @@ def task_scores(results:dict, # the `results` section of lm-eval's output
 def task_items(samples:dict, # lm-eval's `samples` (`log_samples=True`): {task: [a dict per question and filter]}
                tasks # the task names asked for
               ) -> dict:
-    "{task: {doc_id: [question ids], metric: [its value per question]}} in question order, under lm-eval's `none` filter."
+    """{task: {doc_id: [question ids], metric: [its value per question]}} in question order, under lm-eval's `none`
+    filter."""
     out = {}
     for t in tasks:
         rows = sorted((s for s in samples.get(t, []) if s.get("filter", "none") == "none"), key=lambda s: s["doc_id"])
@@ -506,7 +514,8 @@ def plot_lm_eval(scores:dict, # {model: {task: {metric: {value, stderr}}}}
     return Path(path)
 
 # %% ../nbs/30_evaluate.ipynb #pi000005
-PAIRED_BOOT = 10_000  # bootstrap resamples of the questions for each paired interval (seeded: the same interval each run)
+# bootstrap resamples of the questions for each paired interval (seeded: the same interval each run)
+PAIRED_BOOT = 10_000
 
 def paired_items(items:dict, # {model: `task_items`}, every model asked the same questions
                  reference:str, # the model the others are compared with
@@ -528,9 +537,10 @@ def paired_items(items:dict, # {model: `task_items`}, every model asked the same
 def paired_markdown(paired:dict # `paired_items`
                    ) -> str:
     "A markdown table: a row per model and task: its difference from the reference, the 95 % interval, the verdict."
-    lines = ["| model − reference | task | difference | 95 % interval | questions | verdict |", "|---|---|--:|--:|--:|---|"]
-    lines += [f"| {m} − {p['vs']} | {t} {p['metric']} | {p['diff']:+.3f} | [{p['lo']:+.3f}, {p['hi']:+.3f}] | {p['n']} | "
-              f"{p['verdict'].split(':')[0]} |" for m, ts in paired.items() for t, p in ts.items()]
+    lines = ["| model − reference | task | difference | 95 % interval | questions | verdict |",
+             "|---|---|--:|--:|--:|---|"]
+    lines += [f"| {m} − {p['vs']} | {t} {p['metric']} | {p['diff']:+.3f} | [{p['lo']:+.3f}, {p['hi']:+.3f}] | "
+              f"{p['n']} | {p['verdict'].split(':')[0]} |" for m, ts in paired.items() for t, p in ts.items()]
     return "\n".join(lines)
 
 # %% ../nbs/30_evaluate.ipynb #36717d43
@@ -548,7 +558,8 @@ def write_stage_tasks(cfg, # the run's config
     "Each of `evaluate.local_tasks` checked and written, and the order task built, under `out`; `task_fewshot`."
     from datasets import load_from_disk
     ec = cfg.evaluate
-    template = chat_template(tok, cfg.tokenize.chat_template, cfg.tokenize.chat_template_options) if any(lt.chat for lt in ec.local_tasks) else None
+    template = (chat_template(tok, cfg.tokenize.chat_template, cfg.tokenize.chat_template_options)
+                if any(lt.chat for lt in ec.local_tasks) else None)
     for lt in ec.local_tasks:
         recs = read_task_file(run.path(lt.path), lt.kind)
         if lt.chat: write_chat_task(recs, lt, tok, template, out)
@@ -584,10 +595,12 @@ def write_lm_eval(tasks:dict, # `task_fewshot`
                   items:dict|None=None, # {model: `task_items`}: each question's score
                   paired:dict|None=None # `paired_items` of them
                  ) -> list[Path]:
-    "lm_eval.json (tasks with their few-shot counts, scores, items, paired), lm_eval.md (both tables), lm_eval.png in `out`."
+    """lm_eval.json (tasks with their few-shot counts, scores, items, paired), lm_eval.md (both tables), lm_eval.png in
+    `out`."""
     (out/"lm_eval.json").write_text(json.dumps(dict(tasks=tasks, scores=scores, items=items or {}, paired=paired or {}),
                                                indent=2, ensure_ascii=False))
-    (out/"lm_eval.md").write_text(lm_eval_markdown(scores) + "\n" + (f"\n{paired_markdown(paired)}\n" if paired else ""))
+    (out/"lm_eval.md").write_text(lm_eval_markdown(scores) + "\n"
+                                  + (f"\n{paired_markdown(paired)}\n" if paired else ""))
     return [out/"lm_eval.json", out/"lm_eval.md", plot_lm_eval(scores, out/"lm_eval.png")]
 
 def main_metrics(scores:dict # {model: `task_scores`}
@@ -600,8 +613,8 @@ EVALUATE = Stage("evaluate", reads=("tokenize/eval", "tokenize/tokenizer", *ADAP
 
 @EVALUATE
 def run_evaluate(cfg, run) -> dict:
-    """Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks, with fine-tuned − base paired
-    on the same questions → lm_eval.{json,md,png}."""
+    """Base vs fine-tuned: perplexity on tokenize/eval → perplexity.json; lm-eval tasks, with fine-tuned − base
+    paired on the same questions → lm_eval.{json,md,png}."""
     from datasets import load_from_disk
     from peft import PeftModel
     ec, out, adapter = cfg.evaluate, run.stage_dir("evaluate"), run.input(final_adapter(cfg))

@@ -247,7 +247,8 @@ def compare_logits(ref:list[np.ndarray], # reference logits per block (the HF mo
                    test:list[np.ndarray], # logits to judge, same shapes
                    blocks # the blocks of token ids both were computed on
                   ) -> dict:
-    "ppl of `ref` and `test`, top-1 agreement, max |Δlogit| and mean KL(ref ‖ test) of `test` against `ref`, all blocks."
+    """ppl of `ref` and `test`, top-1 agreement, max |Δlogit| and mean KL(ref ‖ test) of `test` against `ref`, all
+    blocks."""
     nll_ref, nll_test, agree, kl, delta = [], [], [], [], 0.0
     for r, t, b in zip(ref, test, blocks):
         (nr, top_r), (nt, top_t) = next_token_stats(r, b), next_token_stats(t, b)
@@ -327,8 +328,9 @@ def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train s
     "llama.cpp's `convert_lora_to_gguf.py` on a LoRA adapter: a file llama.cpp applies to the base GGUF at load."
     if whole := whole_modules(adapter):
         raise ValueError(f"{adapter} trains whole modules {whole} (lora.modules_to_save): a GGUF LoRA holds only the "
-                         "low-rank pairs, so llama.cpp would serve the adapter without them: `split_adapter` moves them "
-                         "into a copy of the base (the export stage does), or serve the merged model")
+                         "low-rank pairs, so llama.cpp would serve the adapter without them: "
+                         "`split_adapter` moves them into a copy of the base (the export stage does), "
+                         "or serve the merged model")
     return run_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
                                                       "--outtype", outtype], out_file, src)
 
@@ -366,7 +368,8 @@ def split_adapter(adapter:Path, # a saved PEFT adapter that trains whole modules
     shutil.copytree(base, out/"base", ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.index.json"))
     model.save_pretrained(out/"base")  # its config and weights over the copy's tokenizer files
     (out/"lora").mkdir()
-    save_file({k: v.contiguous() for k, v in tensors.items() if ".lora_" in k}, str(out/"lora"/"adapter_model.safetensors"))
+    save_file({k: v.contiguous() for k, v in tensors.items() if ".lora_" in k},
+              str(out/"lora"/"adapter_model.safetensors"))
     conf = json.loads((adapter/"adapter_config.json").read_text()) | dict(modules_to_save=None)
     (out/"lora"/"adapter_config.json").write_text(json.dumps(conf, indent=2))
     return out/"base", out/"lora"
@@ -391,9 +394,10 @@ def judge_parting(i:int, j:int, # the question and the answer position where a f
                   lead:float, # the reference's lead of its token over the form's there
                   rounding:float # how far the form moves from the reference where they do not part
                  ) -> dict:
-    "One parting judged on its own: a near-tie when the reference's lead there is within the rounding, else a divergence."
-    return dict(question=i, token=j, reference_token=mine, form_token=theirs, lead=float(lead), rounding=float(rounding),
-                near_tie=bool(lead <= rounding))
+    """One parting judged on its own: a near-tie when the reference's lead there is within the rounding, else a
+    divergence."""
+    return dict(question=i, token=j, reference_token=mine, form_token=theirs, lead=float(lead),
+                rounding=float(rounding), near_tie=bool(lead <= rounding))
 
 def difference_words(p:dict, # a parting (`judge_parting`)
                      reference:str # the reference form's name
@@ -411,7 +415,8 @@ def parity_verdict(partings:list[dict], # a form's partings (`judge_parting`), o
     "`pass` when every parting is a near-tie and at least `floor` of the answers are identical; else `FAIL: ` and why."
     why, identical = [], prompts - len(partings)
     if far := [str(p["question"]) for p in partings if not p["near_tie"]]:
-        why.append(f"question{'s' * (len(far) > 1)} {', '.join(far)} part{'s' * (len(far) == 1)} where rounding does not reach")
+        why.append(f"question{'s' * (len(far) > 1)} {', '.join(far)} part{'s' * (len(far) == 1)} "
+                   "where rounding does not reach")
     if prompts and identical / prompts < floor:
         why.append(f"{identical} of {prompts} answers identical, under the floor {floor:g}")
     return "FAIL: " + "; ".join(why) if why else "pass"
@@ -432,7 +437,8 @@ def parting(answer:list[int], # the reference's greedy answer
             stops:set, # token ids that end an answer
             max_new:int # the answers' length limit
            ) -> int|None:
-    "Where the form's own greedy answer would leave the reference's (its top token differs there), or None: the same answer."
+    """Where the form's own greedy answer would leave the reference's (its top token differs there), or None: the same
+    answer."""
     top = logits.argmax(-1)
     j = next((j for j, x in enumerate(answer) if top[j] != x), None)
     if j is None and len(answer) < max_new and int(top[len(answer)]) not in stops: j = len(answer)  # it would go on
@@ -445,19 +451,22 @@ def parity(forms:dict, # {name: ids -> logits (positions × vocab)}; the first i
            stops:set=frozenset(), # token ids that end an answer (an end of turn), beside EOS
            floor:float=PARITY_FLOOR # the share of identical answers a form needs (`export.parity_floor`)
           ) -> tuple[list[dict], list[list[int]]]:
-    "Each form's greedy answers and next-token distributions against the first's: (one row per form, the first's answers)."
+    """Each form's greedy answers and next-token distributions against the first's: (one row per form, the first's
+    answers)."""
     stops = {tok.eos_token_id} | set(stops)
     ref_name, ref_fn = next(iter(forms.items()))
     answers = [LogitsLM(ref_fn, tok, len(p) + max_new + 1).greedy(p, max_new, stops) for p in prompts]
     seqs = [p + a for p, a in zip(prompts, answers)]
-    ref = [ref_fn(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]  # the answer's positions + the stop
+    # the answer's positions + the stop
+    ref = [ref_fn(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]
     show = lambda t: "<end>" if t in stops else repr(tok.decode([t]))
     mine = lambda i, j: answers[i][j] if j < len(answers[i]) else int(ref[i][j].argmax())  # past the answer: its stop
     rows = []
     for name, f in forms.items():
         test = ref if name == ref_name else [f(s)[len(p) - 1:].astype(np.float64) for s, p in zip(seqs, prompts)]
         kl = np.concatenate([(np.exp(lr := log_softmax(r)) * (lr - log_softmax(t))).sum(-1) for r, t in zip(ref, test)])
-        parts = [(i, j) for i, (a, t) in enumerate(zip(answers, test)) if (j := parting(a, t, stops, max_new)) is not None]
+        parts = [(i, j) for i, (a, t) in enumerate(zip(answers, test))
+                 if (j := parting(a, t, stops, max_new)) is not None]
         partings = [judge_parting(i, j, show(mine(i, j)), show(int(test[i][j].argmax())), **m)
                     for (i, j), m in zip(parts, parting_margins(ref, test, parts))]
         rows.append(parity_row(name, partings, len(prompts), floor, kld=max(float(kl.mean()), 0.0),
@@ -488,8 +497,9 @@ def parity_markdown(rows:list[dict] # parity rows, the reference first (`parity`
             "|---|--:|---|---|--:|--:|--:|\n")
     lines = []
     for r in rows:
-        lines.append(f"| {r['form']} | {r['identical']} / {r['prompts']} | {r['verdict']} | {len(r['partings']) or '-'} | "
-                     f"{show(r, 'kld', 6)} | {show(r, 'max_logit_delta', 4)} | {show(r, 'max_logprob_delta', 4)} |")
+        lines.append(f"| {r['form']} | {r['identical']} / {r['prompts']} | {r['verdict']} | "
+                     f"{len(r['partings']) or '-'} | {show(r, 'kld', 6)} | {show(r, 'max_logit_delta', 4)} | "
+                     f"{show(r, 'max_logprob_delta', 4)} |")
         lines += [f"| ↳ | | | {difference_words(p, rows[0]['form'])} | | | |" for p in r["partings"]]
     return head + "\n".join(lines)
 
@@ -557,7 +567,8 @@ def lm_eval_side_by_side(run, # the run: its evaluate/lm_eval.json and evaluate/
     return scores, paired
 
 # %% ../nbs/40_export.ipynb #71b21cfa
-QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "kld", "max_logit_delta")  # in report.json
+# in report.json
+QUALITY_FIELDS = ("bytes", "bits_per_weight", "ppl", "dppl_pct", "top1_agreement", "kld", "max_logit_delta")
 
 def _write_quality(rows:list[dict], # rows of `verify_gguf`
                    out:Path # the export folder
@@ -594,15 +605,18 @@ def lora_gguf(base:str, # the base model: its folder (or a hub id already in the
         print(f"export: no GGUF LoRA: {why}; llama.cpp serves the merged files")
         return dict(skipped=why)
     src = llama_cpp_src(ec.llama_cpp_src)
-    if whole: folder, adapter = split_adapter(adapter, folder, out/SPLIT_DIR)  # the base with the whole modules, the pairs
+    # the base with the whole modules, the pairs
+    if whole: folder, adapter = split_adapter(adapter, folder, out/SPLIT_DIR)
     lora = convert_lora_to_gguf(adapter, folder, out/f"adapter-{ec.outtype}.gguf", ec.outtype, src)
     base_file = convert_to_gguf(folder, out/f"base-{ec.outtype}.gguf", ec.outtype, src)
-    counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name, base_bytes=base_file.stat().st_size,
-                  whole_modules_in_base=whole, **({"split": SPLIT_DIR} if whole else {}))  # vLLM serves the split
+    counts = dict(file=lora.name, bytes=lora.stat().st_size, base_file=base_file.name,
+                  base_bytes=base_file.stat().st_size, whole_modules_in_base=whole,
+                  **({"split": SPLIT_DIR} if whole else {}))  # vLLM serves the split
     if not blocks: return counts
     if ref is None: ref = hf_block_logits(merged, blocks)
     base_only = compare_logits(ref, gguf_block_logits(base_file, blocks)[0], blocks)
-    with_lora = check_lora_applied(compare_logits(ref, gguf_block_logits(base_file, blocks, lora=lora)[0], blocks), base_only)
+    with_lora = check_lora_applied(compare_logits(ref, gguf_block_logits(base_file, blocks, lora=lora)[0], blocks),
+                                   base_only)
     print(f"export: {base_file.name}" + (f" (with the adapter's {', '.join(whole)})" if whole else "")
           + f" + {lora.name} ({lora.stat().st_size/2**20:.2f} MiB): KLD {with_lora['kld']:.6f} from "
           f"the merged model, top-1 {with_lora['top1_agreement']:.3f} (the base alone: KLD {base_only['kld']:.6f}"
@@ -616,9 +630,11 @@ def parity_prompts(run, # the run: evaluate/tasks, else tokenize/eval
                    tok, # the fine-tune's tokenizer
                    n:int # prompts at most
                   ) -> list[list[int]]:
-    "Up to `n` held-out prompts as token ids: the evaluate stage's chat questions, else the first halves of held-out blocks."
+    """Up to `n` held-out prompts as token ids: the evaluate stage's chat questions, else the first halves of held-out
+    blocks."""
     tasks = run.input("evaluate/tasks", missing_ok=True)
-    files = [tasks/f"{t.name}.jsonl" for t in cfg.evaluate.local_tasks if t.chat and t.kind == "generate"] if tasks.exists() else []
+    files = ([tasks/f"{t.name}.jsonl" for t in cfg.evaluate.local_tasks if t.chat and t.kind == "generate"]
+             if tasks.exists() else [])
     qs = [json.loads(line)["question"] for f in files if f.exists() for line in f.read_text().splitlines()][:n]
     if qs: return [LogitsLM(None, tok).tok_encode(q) for q in qs]
     return [b[:len(b) // 2] for b in held_out_blocks(run, n)]
@@ -650,8 +666,9 @@ def model_forms(base:str, # the base model's folder
     mc = mcfg.model_copy(update=dict(dtype="float32"))
     hf = lambda m: lambda ids: m(torch.tensor([ids])).logits[0].float().numpy()
     gg = lambda llm: lambda ids: gguf_logits(llm, ids)
-    open_gguf = lambda path, **kw: llama_cpp.Llama(str(path), n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, verbose=False,
-                                                   n_threads=llama_threads(), n_threads_batch=llama_threads(), **kw)
+    open_gguf = lambda path, **kw: llama_cpp.Llama(str(path), n_ctx=n_ctx, n_batch=n_ctx, logits_all=True,
+                                                   verbose=False, n_threads=llama_threads(),
+                                                   n_threads_batch=llama_threads(), **kw)
     with peft_quietly(): peft = PeftModel.from_pretrained(load_model(base, mc, training=False), str(adapter)).eval()
     llms = {gguf.name: open_gguf(gguf)}
     if lora: llms[f"{base_gguf.name} + {lora.name}"] = open_gguf(base_gguf, lora_path=str(lora))
@@ -662,7 +679,8 @@ def model_forms(base:str, # the base model's folder
     finally:
         for llm in llms.values(): llm.close()
 
-PARITY_JSON = "parity.json"  # in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
+# in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
+PARITY_JSON = "parity.json"
 
 def export_parity(cfg, # the run's config (`export.parity_prompts`, `export.parity_floor`)
                   run, # the run
@@ -700,7 +718,8 @@ def _imatrix(run, # the run: its training split
     tokens = calibration_text(run, load_tokenizer(str(merged)), out/"calibration.txt", ec.imatrix_chunks * ctx)
     ctx = min(ctx, tokens // 3)  # two chunks at least, with room for the decoded text tokenizing a little shorter
     compute_imatrix(gguf, out/"calibration.txt", out/"imatrix.gguf", ctx, ec.imatrix_chunks, verbose=ec.verbose)
-    print(f"export: importance matrix over {min(tokens // ctx, ec.imatrix_chunks)} chunks of {ctx} tokens of the training split")
+    print(f"export: importance matrix over {min(tokens // ctx, ec.imatrix_chunks)} chunks of {ctx} tokens "
+          "of the training split")
     return dict(file="imatrix.gguf", text="calibration.txt", tokens=tokens, ctx=ctx)
 
 def _gguf_files(merged:Path, # the merged checkpoint
@@ -728,7 +747,8 @@ EXPORT = Stage("export", reads=(*ADAPTERS, "tokenize/train", "tokenize/eval", "m
 def run_export(cfg, # the run's config
                run # the `Run`
               ) -> dict:
-    "The run's adapter (`final_adapter`) + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf (and -imatrix), verified → quality.*"
+    """The run's adapter (`final_adapter`) + base → export/merged → model-<outtype>.gguf → model-<quant>.gguf (and
+    -imatrix), verified → quality.*"""
     ec = cfg.export
     out = run.stage_dir("export")
     base = base_model_path(run)
@@ -739,10 +759,12 @@ def run_export(cfg, # the run's config
                   files={k: dict(file=f.name, bytes=f.stat().st_size) for k, f in files.items()}, imatrix=imatrix)
     outputs = [merged, *files.values(), *(out/imatrix[k] for k in ("file", "text") if imatrix)]
     blocks = held_out_blocks(run, ec.verify_blocks) if ec.verify_blocks else None
-    ref = hf_block_logits(merged, blocks, cfg.model) if blocks else None  # the merged model's: every file is judged by it
+    # the merged model's: every file is judged by it
+    ref = hf_block_logits(merged, blocks, cfg.model) if blocks else None
     counts["lora_gguf"] = lora_gguf(base, run.input(final_adapter(cfg)), merged, out, ec, blocks, ref)
     lg = counts["lora_gguf"]
-    outputs += [out/lg[k] for k in ("file", "base_file") if k in lg] + [out/lg["split"]/h for h in ("base", "lora") if "split" in lg]
+    outputs += ([out/lg[k] for k in ("file", "base_file") if k in lg]
+                + [out/lg["split"]/h for h in ("base", "lora") if "split" in lg])
     if ec.parity_prompts:
         rows = export_parity(cfg, run, base, merged, files[ec.outtype], counts["lora_gguf"], out)
         counts["parity"] = {r["form"]: {k: v for k, v in r.items() if k != "form"} for r in rows}
@@ -761,7 +783,8 @@ def run_export(cfg, # the run's config
         outputs += [out/"lm_eval.json", out/"lm_eval.md", out/"lm_eval.png"]
         counts["lm_eval"], counts["paired"] = main_metrics(scores), paired
         show_scores("export: lm-eval, the same questions for every model", lm_eval_markdown(scores), out/"lm_eval.png")
-        if paired: show_table("export: each file − fine-tuned on the same questions (paired bootstrap)", paired_markdown(paired))
+        if paired: show_table("export: each file − fine-tuned on the same questions (paired bootstrap)",
+                              paired_markdown(paired))
         counts |= log_scores(cfg, out, scores, out/"lm_eval.png")  # W&B when tracking is on
     run.record("export", outputs=outputs, counts=counts)
     return counts

@@ -230,7 +230,8 @@ def memory_line(cfg:Config # the run's config; its run folder's model/model.json
     if not mj.exists(): return f"memory: no estimate yet ({mj} is missing: run the model stage first)"
     info = json.loads(mj.read_text())
     if "params" not in info: return f"memory: no estimate ({info.get('lora_counts_skipped', 'no parameter counts')})"
-    conf = AutoConfig.from_pretrained(base_model_path(Run(mj.parent.parent, cfg)), trust_remote_code=cfg.model.trust_remote_code)
+    conf = AutoConfig.from_pretrained(base_model_path(Run(mj.parent.parent, cfg)),
+                                      trust_remote_code=cfg.model.trust_remote_code)
     m = launch_memory(conf, dict(base=info["params"], trainable=info["trainable"], total=info["total"]), cfg)
     return (f"memory: ~{m['gpu_gib']:.3g} GiB per rank (GPU), ~{m['cpu_gib']:.3g} GiB RAM per node for what is "
             f"offloaded; not counted: {m['excludes']}")

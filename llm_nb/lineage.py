@@ -156,7 +156,8 @@ def stage_key(cfg:Config, # the run's config
     if watch is None: return None
     code, recorded = reached_code(fn), stages_recorded(run)
     earlier = {n: current_files(run, recorded[n]["outputs"]) for n in upstream if n in recorded}
-    return dict(code=code_sha256(code), upstream=json_sha256(earlier), watch=json_sha256(list(map(run.portable, watch))),
+    return dict(code=code_sha256(code), upstream=json_sha256(earlier),
+                watch=json_sha256(list(map(run.portable, watch))),
                 config={s: json_sha256(getattr(cfg, s).model_dump(mode="json", exclude=left_out(s, code)))
                         for s in sections_read(code)})
 

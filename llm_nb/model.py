@@ -30,8 +30,10 @@ CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece e
 TOOL_TOKENS = ("<tool_call>", "</tool_call>")  # ChatML's tool-call tags: a piece each, not special (as Qwen2.5's)
 TINY_CHAT_TEMPLATE = "{{ bos_token }}" + CHATML  # the tiny model's chat format: ChatML after Llama's <s>
 SPECIAL_IDS = dict(unk_id=0, bos_id=1, eos_id=2, pad_id=3)  # Llama's <unk>, <s>, </s>, plus a <pad>
-_TOOL_IDS = {str(len(SPECIAL_IDS) + len(CHAT_TOKENS) + i): dict(content=t, special=False, normalized=False, lstrip=False,
-             rstrip=False, single_word=False) for i, t in enumerate(TOOL_TOKENS)}  # transformers' conversion drops them
+# transformers' conversion drops them
+_TOOL_IDS = {str(len(SPECIAL_IDS) + len(CHAT_TOKENS) + i): dict(content=t, special=False, normalized=False,
+                                                                 lstrip=False, rstrip=False, single_word=False)
+             for i, t in enumerate(TOOL_TOKENS)}
 LLAMA_TOKENIZER_CONFIG = dict(tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                               pad_token="<pad>", add_bos_token=True, add_eos_token=False, add_prefix_space=False,
                               extra_special_tokens=list(CHAT_TOKENS), chat_template=TINY_CHAT_TEMPLATE)
@@ -49,8 +51,8 @@ def _sp_train(texts:list[str], out_dir:Path, vocab_size:int, coverage:float, sym
     "Train SentencePiece into `out_dir`; None when done, else the vocabulary size it says the characters need."
     import sentencepiece as spm
     try: spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(out_dir/"tokenizer"),
-                                        vocab_size=vocab_size, character_coverage=coverage, user_defined_symbols=list(symbols),
-                                        **SP_OPTIONS, **SPECIAL_IDS)
+                                        vocab_size=vocab_size, character_coverage=coverage,
+                                        user_defined_symbols=list(symbols), **SP_OPTIONS, **SPECIAL_IDS)
     except RuntimeError as e:
         m = re.search(r"Vocabulary size is smaller than required_chars\. \d+ vs (\d+)", str(e))
         if m is None: raise
@@ -68,7 +70,8 @@ def coverage_within(texts:list[str], # the training texts
 
 # %% ../nbs/20_model.ipynb #c7e1a007
 def _vocab_advice(texts:list[str], vocab_size:int, coverage:float, need:int, meta:int=META_PIECES) -> str:
-    "The message for a vocabulary too small for the characters `coverage` keeps (`meta`: the pieces besides characters)."
+    """The message for a vocabulary too small for the characters `coverage` keeps (`meta`: the pieces besides
+    characters)."""
     cov = coverage_within(texts, vocab_size - meta)
     alt = (f", or model.tiny.character_coverage <= {cov}" if cov >= SP_MIN_COVERAGE else
            f" (a character_coverage that fits would be {cov}, below SentencePiece's minimum {SP_MIN_COVERAGE})")
@@ -93,7 +96,8 @@ def train_tokenizer(texts, # iterable of strings
     need = _sp_train(texts, out_dir, vocab_size, character_coverage, symbols)
     if need is not None and grow: need = _sp_train(texts, out_dir, need, character_coverage, symbols)
     if need is not None:
-        raise ConfigError(_vocab_advice(texts, vocab_size, character_coverage, need, META_PIECES + len(symbols) - len(CHAT_TOKENS)))
+        raise ConfigError(_vocab_advice(texts, vocab_size, character_coverage, need,
+                                        META_PIECES + len(symbols) - len(CHAT_TOKENS)))
     (out_dir/"tokenizer.vocab").unlink(missing_ok=True)
     conf = LLAMA_TOKENIZER_CONFIG | (dict(added_tokens_decoder=_TOOL_IDS) if tool_tags else {})
     (out_dir/"tokenizer_config.json").write_text(json.dumps(conf, indent=2))
@@ -103,13 +107,16 @@ def train_tokenizer(texts, # iterable of strings
 def save_tokenizer(tok, # a tokenizer
                    folder:Path # where it goes
                   ) -> Path:
-    "`tok.save_pretrained(folder)`, with its added tokens and whether it adds BOS and EOS in tokenizer_config.json, where llama.cpp's converter reads them."
+    """`tok.save_pretrained(folder)`, with its added tokens and whether it adds BOS and EOS in tokenizer_config.json,
+    where llama.cpp's converter reads them."""
     tok.save_pretrained(folder)
     p = Path(folder)/"tokenizer_config.json"
     added = {str(i): dict(content=t.content, special=t.special, lstrip=t.lstrip, rstrip=t.rstrip,
-                          normalized=t.normalized, single_word=t.single_word) for i, t in tok.added_tokens_decoder.items()}
+                          normalized=t.normalized, single_word=t.single_word)
+             for i, t in tok.added_tokens_decoder.items()}
     adds = {k: getattr(tok, k) for k in ("add_bos_token", "add_eos_token") if isinstance(getattr(tok, k, None), bool)}
-    p.write_text(json.dumps(json.loads(p.read_text()) | adds | {"added_tokens_decoder": added}, indent=2, ensure_ascii=False))
+    p.write_text(json.dumps(json.loads(p.read_text()) | adds | {"added_tokens_decoder": added}, indent=2,
+                            ensure_ascii=False))
     return Path(folder)
 
 def _llama_config(tcfg, vocab_size:int):
@@ -124,9 +131,10 @@ def _llama_config(tcfg, vocab_size:int):
 def family_sizes(tcfg # `Config.model.tiny`
                 ) -> dict:
     "`tcfg`'s shape in the names of transformers' configs, as `llm_nb.families.tiny_family_model` takes it."
-    return dict(hidden_size=tcfg.hidden_size, intermediate_size=tcfg.intermediate_size, num_hidden_layers=tcfg.num_layers,
-                num_attention_heads=tcfg.num_heads, num_key_value_heads=tcfg.num_heads,
-                head_dim=tcfg.hidden_size // tcfg.num_heads, max_position_embeddings=tcfg.max_position_embeddings)
+    return dict(hidden_size=tcfg.hidden_size, intermediate_size=tcfg.intermediate_size,
+                num_hidden_layers=tcfg.num_layers, num_attention_heads=tcfg.num_heads,
+                num_key_value_heads=tcfg.num_heads, head_dim=tcfg.hidden_size // tcfg.num_heads,
+                max_position_embeddings=tcfg.max_position_embeddings)
 
 def _pretrain_logged(model, tok, texts:list[str], tcfg, seed:int, out_dir:Path) -> None:
     "`pretrain` `model` for `tcfg.pretrain_steps` steps on `texts`; its losses in `out_dir`/pretrain.json."
@@ -135,7 +143,8 @@ def _pretrain_logged(model, tok, texts:list[str], tcfg, seed:int, out_dir:Path) 
     (out_dir/"pretrain.json").write_text(json.dumps(dict(steps=len(losses), lr=tcfg.pretrain_lr, losses=losses)))
 
 def _tiny_family(out_dir:Path, tcfg, seed:int, texts:list[str]) -> Path:
-    "`tiny_family_model` of `tcfg.family` in `tcfg`'s shape, in `out_dir`; pretrained on `texts` when `tcfg.pretrain_steps`."
+    """`tiny_family_model` of `tcfg.family` in `tcfg`'s shape, in `out_dir`; pretrained on `texts` when
+    `tcfg.pretrain_steps`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     tiny_family_model(tcfg.family, out_dir, seed, **family_sizes(tcfg))
     if tcfg.pretrain_steps:
@@ -151,8 +160,9 @@ def build_tiny_model(texts, # iterable of strings the tokenizer is trained on
                      pretrain_texts:list[str]|None=None, # what `tcfg.pretrain_steps` train it on (default: `texts`)
                      tool_tags:bool=False # the corpus calls tools: ChatML's tool-call tags get pieces of their own
                     ) -> Path:
-    """Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a hub
-    checkpoint; with `tcfg.family`, that family's class with its real tokenizer and template instead (`_tiny_family`)."""
+    """Train a tokenizer on `texts`, make a small Llama (random, or `pretrain`ed), save both to `out_dir` like a
+    hub checkpoint; with `tcfg.family`, that family's class with its real tokenizer and template instead
+    (`_tiny_family`)."""
     from transformers import LlamaForCausalLM
     out_dir, pretrain_texts = Path(out_dir), texts if pretrain_texts is None else pretrain_texts
     if tcfg.family: return _tiny_family(out_dir, tcfg, seed, pretrain_texts)
@@ -185,7 +195,8 @@ def pretrain(model, # a causal LM, trained in place
     from tqdm.auto import tqdm
     ids = torch.tensor([i for t in texts for i in tok(t).input_ids + [tok.eos_token_id]])
     blocks = ids[:len(ids) // block * block].view(-1, block)
-    if not len(blocks): raise ConfigError(f"model.tiny.pretrain_steps: {len(ids)} tokens of text, less than a block of {block}")
+    if not len(blocks):
+        raise ConfigError(f"model.tiny.pretrain_steps: {len(ids)} tokens of text, less than a block of {block}")
     g, opt = torch.Generator().manual_seed(seed), torch.optim.AdamW(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.45 * (1 + math.cos(math.pi * s / steps)))
     model.train()
@@ -260,7 +271,8 @@ LORA_PRESETS = {  # per model family (`config.model_type`): the seed's table
 LORA_PRESETS["qwen3"] = LORA_PRESETS["qwen2"]
 LORA_PRESETS["gemma4_text"] = dict(r=16, alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                                                                    "up_proj", "down_proj"])
-LORA_PRESETS["qwen3_moe"] = dict(r=16, alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])  # experts: 3-D
+# experts: 3-D
+LORA_PRESETS["qwen3_moe"] = dict(r=16, alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
 
 def lora_settings(lcfg, # `Config.lora`
                   model_type:str # the base model's `config.model_type`
@@ -297,7 +309,8 @@ def add_lora(model, # a causal LM
                           "(peft would train none of them, silently)")
     if tm != "all-linear" and (miss := missing_targets(model, tm)):
         raise ConfigError(f"lora.target_modules={s['target_modules']}: {type(model).__name__} has no layer named "
-                          f"{', '.join(miss)} (peft would adapt the others and skip these silently): set the family's preset")
+                          f"{', '.join(miss)} (peft would adapt the others and skip these silently): "
+                          "set the family's preset")
     lc = LoraConfig(r=s["r"], lora_alpha=s["alpha"], lora_dropout=s["dropout"], target_modules=tm,
                     modules_to_save=s["modules_to_save"] or None, task_type="CAUSAL_LM")
     try:
@@ -446,7 +459,8 @@ def launch_memory(conf, # the base model's `PretrainedConfig`
                   n:dict, # from `lora_counts`
                   cfg # the run's `Config`
                  ) -> dict:
-    "`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO or FSDP2, ranks, batch)."
+    """`estimate_memory` for LoRA training of `conf` as `cfg` launches it (dtype, quantization, ZeRO or FSDP2, ranks,
+    batch)."""
     how, t, ln = resolve_loading(cfg.model), cfg.train, cfg.launch
     wdtype = {"8bit": "int8", "4bit": "nf4"}.get(cfg.model.quantization, how["dtype"])
     act = activation_bytes(conf, cfg.tokenize.max_length, t.batch_size, t.gradient_checkpointing, how["dtype"],
@@ -470,7 +484,8 @@ def _lora_info(conf, cfg) -> dict:
 # %% ../nbs/20_model.ipynb #5ae63268
 def _tool_json(meta:str|None # a record's `meta` (JSON): its `tools` and `turn_extras`, where it has them
               ) -> list[str]:
-    "The JSON ChatML writes for a conversation's tools (Jinja's `tojson`: `json.dumps`) and calls (`call_text`), one text each."
+    """The JSON ChatML writes for a conversation's tools (Jinja's `tojson`: `json.dumps`) and calls (`call_text`), one
+    text each."""
     if not meta or ('"tools"' not in meta and '"turn_extras"' not in meta): return []
     m = json.loads(meta)
     calls = [c.get("function", c) for x in (m.get("turn_extras") or {}).values() for c in x.get("tool_calls") or []]
@@ -496,7 +511,8 @@ def _clean_texts(src:Path, # the clean stage's parquet file
                                          "a whole file as one record wants ingest's text_unit: paragraph or line)")
     if pretraining and not any(plain):
         raise ConfigError(f"model.tiny.pretrain_steps: {src} holds no plain text to pretrain the tiny model on (its "
-                          "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, or add a source of plain text")
+                          "conversations are the fine-tune's): set model.tiny.pretrain_steps: 0, "
+                          "or add a source of plain text")
     return texts, plain
 
 def _calls_tools(src:Path # the clean stage's parquet file

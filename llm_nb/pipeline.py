@@ -63,7 +63,8 @@ def stage_failed(run:Run, s:str, e:Exception) -> StageFailed:
     try: tb.parent.mkdir(exist_ok=True), tb.write_text("".join(traceback.format_exception(e)))
     except OSError: tb = None  # the disk is full, say
     full = (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e)
-    what = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}" + (f"; its disk has {disk_space(folder)}" if full else "")
+    what = (f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+            + (f"; its disk has {disk_space(folder)}" if full else ""))
     return StageFailed(f"stage {s} failed in {folder}: {what} ("
                        + (f"the traceback is in {tb})" if tb else "--debug shows the traceback)"))
 
@@ -168,7 +169,8 @@ def write_seed_summary(folder:Path, # where the seeds' runs are: summary.json, .
     return scores
 
 def _seed_run(cfg:Config, seeds:list[int], i:int, stages:list[str], force:bool) -> Run:
-    "The run of `seeds[i]`, announced first: which seed, of how many, and where (the live dashboard's title names it too)."
+    """The run of `seeds[i]`, announced first: which seed, of how many, and where (the live dashboard's title names it
+    too)."""
     one = seed_config(cfg, seeds[i])
     print(f"seed {seeds[i]} ({i + 1} of {len(seeds)}) -> {run_folder(one)}")
     return run_pipeline(one, stages, force, seeds=[])

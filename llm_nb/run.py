@@ -406,7 +406,7 @@ def declares(stage:Stage, path:str) -> bool:
 def input(self:Run, path:str, # a file or folder of an earlier stage, relative to the run folder
           missing_ok:bool=False # True: a path that may not exist (the caller checks)
          ) -> Path:
-    "The path of an earlier stage's file; a `RunError` when the running stage's contract does not declare it, or it is missing."
+    "The path of an earlier stage's file; a `RunError` when the running stage's contract lacks it, or it is missing."
     if self.stage and not declares(self.stage, path):
         raise RunError(f"stage {self.stage.name} reads {path}, which its contract does not declare: {self.stage}")
     p = self.dir/path

@@ -80,8 +80,9 @@ def llama_cpp_python_cmd(model:Path, # the GGUF file to serve
             "--n_threads", str(llama_threads(sc.threads)), "--interrupt_requests", "False", *sc.extra_args]
 
 # %% ../nbs/41_serve.ipynb #sp58fn01
+# kind: vLLM's module, its table
 VLLM_PARSER_TABLES = {"tool_call_parser": ("tool_parsers", "_TOOL_PARSERS_TO_REGISTER"),
-                      "reasoning_parser": ("reasoning", "_REASONING_PARSERS_TO_REGISTER")}  # kind: vLLM's module, its table
+                      "reasoning_parser": ("reasoning", "_REASONING_PARSERS_TO_REGISTER")}
 
 def vllm_package() -> Path|None:
     "vLLM's package folder, in this Python or its CPU build's venv; None without vLLM."
@@ -92,21 +93,25 @@ def vllm_package() -> Path|None:
 
 def vllm_parser_names(kind:str # "tool_call_parser" or "reasoning_parser"
                      ) -> set[str]|None:
-    "The names vLLM's `--tool-call-parser` or `--reasoning-parser` takes, read from its registry's source; None without vLLM."
+    """The names vLLM's `--tool-call-parser` or `--reasoning-parser` takes, read from its registry's source; None
+    without vLLM."""
     if (pkg := vllm_package()) is None: return None
     module, table = VLLM_PARSER_TABLES[kind]
     src = pkg/module/"__init__.py"
     found = [n.value for n in ast.walk(ast.parse(src.read_text())) if isinstance(n, ast.Assign)
              and any(getattr(t, "id", None) == table for t in n.targets)]
-    if not found or not isinstance(found[0], ast.Dict): raise ValueError(f"{src} has no {table} table: vLLM's registry moved")
+    if not found or not isinstance(found[0], ast.Dict):
+        raise ValueError(f"{src} has no {table} table: vLLM's registry moved")
     return {ast.literal_eval(k) for k in found[0].keys}
 
 def folder_template(folder # a model or tokenizer folder (anything else: no template)
                    ) -> str|None:
-    "The chat template a folder's tokenizer carries: `chat_template.jinja`, else `tokenizer_config.json`'s; None where none."
+    """The chat template a folder's tokenizer carries: `chat_template.jinja`, else `tokenizer_config.json`'s; None where
+    none."""
     p = Path(folder)
     if (p/"chat_template.jinja").is_file(): return (p/"chat_template.jinja").read_text()
-    t = json.loads((p/"tokenizer_config.json").read_text()).get("chat_template") if (p/"tokenizer_config.json").is_file() else None
+    t = (json.loads((p/"tokenizer_config.json").read_text()).get("chat_template")
+         if (p/"tokenizer_config.json").is_file() else None)
     return next((x["template"] for x in t if x.get("name") == "default"), None) if isinstance(t, list) else t
 
 HERMES_TAGS = ("<tool_call>", "</tool_call>")  # how a template writes a call in Hermes' form (Qwen's, ChatML's here)
@@ -118,19 +123,23 @@ def bound_options(template:str|None # a chat template
 
 def served_parsers(template:str|None # the served chat template
                   ) -> dict:
-    """{'tool_call_parser', 'reasoning_parser'} of the family whose template `template` is (`hermes` for one of no family
-    that writes Hermes' tags), and the template's bound options as `chat_template_kwargs`, which parsers read; {} for none."""
+    """{'tool_call_parser', 'reasoning_parser'} of the family whose template `template` is (`hermes` for one of no
+    family that writes Hermes' tags), and the template's bound options as `chat_template_kwargs`, which parsers read;
+    {} for none."""
     f = next((f for f in FAMILIES.values() if f.template == shipped_name(template)), None)
     hermes = "hermes" if f is None and template and all(t in template for t in HERMES_TAGS) else None
-    out = {k: v for k, v in (("tool_call_parser", f and f.tool_parser or hermes), ("reasoning_parser", f and f.reasoning_parser)) if v}
+    out = {k: v for k, v in (("tool_call_parser", f and f.tool_parser or hermes),
+                             ("reasoning_parser", f and f.reasoning_parser)) if v}
     return out | (dict(chat_template_kwargs=bound_options(template)) if out and bound_options(template) else {})
 
 def parser_flags(parsers:dict # from `served_parsers`
                 ) -> list[str]:
     "vLLM's flags that parse tool calls and reasoning with `parsers`, and tell them the template's bound options."
-    return ((["--enable-auto-tool-choice", "--tool-call-parser", parsers["tool_call_parser"]] if "tool_call_parser" in parsers else [])
+    return ((["--enable-auto-tool-choice", "--tool-call-parser", parsers["tool_call_parser"]]
+             if "tool_call_parser" in parsers else [])
             + (["--reasoning-parser", parsers["reasoning_parser"]] if "reasoning_parser" in parsers else [])
-            + (["--default-chat-template-kwargs", json.dumps(parsers["chat_template_kwargs"])] if "chat_template_kwargs" in parsers else []))
+            + (["--default-chat-template-kwargs", json.dumps(parsers["chat_template_kwargs"])]
+               if "chat_template_kwargs" in parsers else []))
 
 # %% ../nbs/41_serve.ipynb #3407b2f1
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the values vLLM accepts for --max-lora-rank
@@ -240,7 +249,8 @@ _ERROR_LINE = re.compile(r"\b\w*(Error|Exception)\b")
 def why_failed(e:BaseException, # what was raised
                width:int=200 # characters at most
               ) -> str:
-    "One line saying why: a failed start's (`Server.start`: the log tail's last line naming an error), else the message's first."
+    """One line saying why: a failed start's (`Server.start`: the log tail's last line naming an error), else the
+    message's first."""
     lines = [l.strip() for l in str(e).splitlines() if l.strip()] or [type(e).__name__]
     errors = [l for l in lines[1:] if _ERROR_LINE.search(l)] if "log tail:" in lines[0] else []
     return (errors or lines)[-1 if errors else 0][:width]
@@ -263,7 +273,8 @@ def lora_rank(folder:Path, # a LoRA adapter folder
     return json.loads(conf.read_text())["r"]
 
 def lora_gguf_skipped(run) -> str|None: # the `Run` holding the export stage's manifest entry
-    "Why the export stage wrote no GGUF LoRA (nor a split of the adapter), as it recorded it; None if it did not skip it."
+    """Why the export stage wrote no GGUF LoRA (nor a split of the adapter), as it recorded it; None if it did not
+    skip it."""
     return run.manifest()["stages"].get("export", {}).get("counts", {}).get("lora_gguf", {}).get("skipped")
 
 def vllm_lora(cfg, # the run's config
@@ -275,8 +286,8 @@ def vllm_lora(cfg, # the run's config
     if not (whole := whole_modules(adapter)): return base_model_path(run), adapter
     split = run.input(f"export/{SPLIT_DIR}", missing_ok=True)
     if not (split/"lora").exists():
-        raise ConfigError(f"serve.lora on vLLM: the run's adapter trains whole modules ({', '.join(whole)}), which vLLM "
-                          f"cannot serve as a LoRA, and there is no export/{SPLIT_DIR}/ of it "
+        raise ConfigError(f"serve.lora on vLLM: the run's adapter trains whole modules ({', '.join(whole)}), "
+                          f"which vLLM cannot serve as a LoRA, and there is no export/{SPLIT_DIR}/ of it "
                           f"({lora_gguf_skipped(run) or 'the export stage did not split it: run it again'}): "
                           "turn export.lora_gguf on, or set serve.lora: false and serve.model: merged")
     return str(split/"base"), split/"lora"
@@ -290,7 +301,8 @@ def _more_loras(cfg, run, adapter:Path) -> tuple[dict, int]:
     return out, rank
 
 def _vllm_engine_cmd(cfg, run, port:int, adapter:bool=True) -> list[str]:
-    "vLLM's command line for the run: the base + adapters (`lora`; the base alone without `adapter`), the merged folder, or a GGUF file."
+    """vLLM's command line for the run: the base + adapters (`lora`; the base alone without `adapter`), the merged
+    folder, or a GGUF file."""
     sc, export, python = cfg.serve, run.input("export"), vllm_python()
     if python is None:
         raise ConfigError("serve.engine=vllm: vLLM is not installed here (`bash tools/install.sh --vllm` makes its "
@@ -323,7 +335,8 @@ def gguf_lora_files(cfg, # the run's config
     export, outtype = run.input("export"), cfg.export.outtype
     base, lora = export/f"base-{outtype}.gguf", export/f"adapter-{outtype}.gguf"
     if base.exists() and lora.exists(): return base, lora
-    raise ConfigError(f"serve.lora on llama-server: the export stage wrote no GGUF LoRA ({lora_gguf_skipped(run) or f'no {lora.name}'}); "
+    raise ConfigError("serve.lora on llama-server: the export stage wrote no GGUF LoRA "
+                      f"({lora_gguf_skipped(run) or f'no {lora.name}'}); "
                       "serve the merged files (serve.lora: false) or the adapter on vLLM")
 
 def _engine_cmd(engine:str, # a resolved engine name
@@ -339,8 +352,9 @@ def _engine_cmd(engine:str, # a resolved engine name
         cmd = _vllm_engine_cmd(cfg, run, port, adapter)
         if sc.lora or sc.model == "merged": return cmd
     elif engine == "llama_server" and sc.lora:
-        if sc.lora_modules: raise ConfigError("serve.lora_modules: adapter folders for vLLM; llama-server serves the run's "
-                                              "own adapter as the GGUF LoRA its export stage wrote")
+        if sc.lora_modules:
+            raise ConfigError("serve.lora_modules: adapter folders for vLLM; llama-server serves the run's "
+                              "own adapter as the GGUF LoRA its export stage wrote")
         gguf, lora = gguf_lora_files(cfg, run)
         return llama_server_cmd(llama_server_bin(sc.llama_server), gguf, sc, port, [lora] if adapter else [])
     elif sc.lora: raise ConfigError(f"serve.lora: serve.engine={engine} serves no adapter; use llama_server or vllm")
@@ -363,7 +377,8 @@ def serve_exported(cfg, # the run's config (its `serve` section says what to ser
     port = sc.port or free_port(sc.host)
     cpu_vllm = engine == "vllm" and not cuda_available()
     env = {"VLLM_CPU_KVCACHE_SPACE": str(sc.cpu_kv_cache_gib)} if cpu_vllm else {}
-    name = f"{engine}{'' if adapter or not sc.lora else '-base'}.log"  # one per engine: `serve.compare` starts the others
+    # one per engine: `serve.compare` starts the others
+    name = f"{engine}{'' if adapter or not sc.lora else '-base'}.log"
     log = (log_dir or run.stage_dir("serve"))/name
     cmd = _engine_cmd(engine, cfg, run, port, adapter)
     check_served(cfg, run)

@@ -70,7 +70,8 @@ def need_gpu(what:str # what the cell does on a GPU, e.g. "CUDA-event timing aga
     if cuda_available(): return True
     if os.environ.get(GPU_EXPECTED) == "1":
         raise MissingComponent(f"{what}: torch sees no CUDA GPU, where {GPU_EXPECTED}=1 says there must be one")
-    print(f"{SKIPPED}{what}: no CUDA GPU here (tools/gpu_check.sh runs the `#| gpu` cells on one): the cell steps aside")
+    print(f"{SKIPPED}{what}: no CUDA GPU here (tools/gpu_check.sh runs the `#| gpu` cells on one): "
+          "the cell steps aside")
     return False
 
 # %% ../nbs/04_testing.ipynb #d4c695e3
@@ -140,18 +141,21 @@ class StandIn:
 _HERMES_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)  # a call in Hermes' form
 
 def hermes_message(text:str) -> dict:
-    "The assistant message a server with a Hermes tool parser hands back for `text`: its `<tool_call>` blocks as `tool_calls` (arguments as JSON text)."
+    """The assistant message a server with a Hermes tool parser hands back for `text`: its `<tool_call>` blocks as
+    `tool_calls` (arguments as JSON text)."""
     calls = [json.loads(m[1]) for m in _HERMES_CALL.finditer(text)]
     if not calls: return {"role": "assistant", "content": text}
     return {"role": "assistant", "content": _HERMES_CALL.sub("", text).strip() or None,
             "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {
-                "name": c.get("name"), "arguments": json.dumps(c.get("arguments"), ensure_ascii=False)}} for i, c in enumerate(calls)]}
+                "name": c.get("name"), "arguments": json.dumps(c.get("arguments"), ensure_ascii=False)}}
+                for i, c in enumerate(calls)]}
 
 def whole_answer(tokens:list[str], # the answer's tokens (as text)
                  body:dict, # the request
                  chat:bool # `/v1/chat/completions` (else `/v1/completions`)
                 ) -> dict:
-    "A non-streamed answer: the tokens that fit in `max_tokens`, and why it ended (a chat's calls parsed, where it sent tools)."
+    """A non-streamed answer: the tokens that fit in `max_tokens`, and why it ended (a chat's calls parsed, where it
+    sent tools)."""
     limit = int(body.get("max_tokens") or 16)
     text, finish = "".join(tokens[:limit]), "length" if len(tokens) >= limit else "stop"
     message = hermes_message(text) if body.get("tools") else {"role": "assistant", "content": text}

@@ -53,7 +53,8 @@ def token_lengths(ds) -> np.ndarray:
 def pack_batch(batch:dict, # a `datasets` batch (dict or Arrow table) with an `input_ids` column
                block:int # tokens per block
               ) -> dict:
-    "Concatenate `batch['input_ids']` and cut into blocks of `block` tokens; labels = input_ids, one sequence per block."
+    """Concatenate `batch['input_ids']` and cut into blocks of `block` tokens; labels = input_ids, one sequence per
+    block."""
     import itertools, pyarrow as pa, pyarrow.compute as pc
     col = batch["input_ids"]
     if isinstance(col, (pa.Array, pa.ChunkedArray)): flat = pc.list_flatten(col).to_numpy()
@@ -72,7 +73,8 @@ def truncate_batch(batch:dict, # a `datasets` batch with `input_ids` and `labels
 
 # %% ../nbs/21_tokenize.ipynb #tc000002
 def _rendered(tok, template:str, chats:list, tools:list|None, how:dict) -> tuple[list, list, list]:
-    "(input_ids, labels, why) of each conversation: rendered together, or where that fails one by one, those that fail with no ids and the reason."
+    """(input_ids, labels, why) of each conversation: rendered together, or where that fails one by one, those that fail
+    with no ids and the reason."""
     from jinja2 import TemplateError
     try:
         r = render_chats(tok, template, chats, tools=tools, **how)
@@ -90,7 +92,7 @@ def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
                    tok, # the model's tokenizer
                    template:str, # the chat template (`chat_template`)
                    tc, # `Config.tokenize`: max_length, train_on, train_on_reasoning, too_long
-                   tools:list|None=None # the tools each conversation may call (OpenAI function specs), a list or None each
+                   tools:list|None=None # tools each conversation may call (OpenAI function specs), a list or None each
                   ) -> tuple[list, list, list, list]:
     """(input_ids, labels, fate, why) of each conversation; fate: kept, truncated, too_long, first_answer_too_long or
     unrenderable (no ids), why: the reason of an unrenderable one ("" for the others)."""
@@ -99,7 +101,8 @@ def tokenize_chats(chats:list, # conversations, each `[{role, content}]`
     fate = ["unrenderable" if w else "kept" for w in why]
     long, truncate = [i for i, x in enumerate(ids) if len(x) > tc.max_length], tc.too_long == "truncate"
     of = lambda xs, ix: [xs[i] for i in ix] if xs else None  # `tools` of some conversations
-    cut = fit_turns(tok, template, [chats[i] for i in long], tc.max_length, of(tools, long)) if truncate else [None] * len(long)
+    cut = (fit_turns(tok, template, [chats[i] for i in long], tc.max_length, of(tools, long)) if truncate
+           else [None] * len(long))
     for i, c in zip(long, cut):
         fate[i] = "truncated" if c else "first_answer_too_long" if truncate else "too_long"
         ids[i] = labels[i] = []
@@ -115,20 +118,24 @@ def chat_of(text:str, # a stored conversation (`encode_turns`)
             meta:str|None # its record's `meta` (JSON): tools and each turn's tool calls, where it has them
            ) -> tuple[list, list|None]:
     "(messages, tools) of a stored conversation: its turns, with reasoning and tool calls split out where it has them."
-    if THINK not in text and not (meta and ('"turn_extras"' in meta or '"tools"' in meta)): return turns, None  # the usual
+    # the usual case
+    if THINK not in text and not (meta and ('"turn_extras"' in meta or '"tools"' in meta)): return turns, None
     chat = stored_chat(text, json.loads(meta) if meta else {})
     return chat["messages"], chat["tools"]
 
-def tokenize_records(batch:dict, # a `datasets` batch with a `text` column (plain text or a stored conversation), maybe `meta`
+def tokenize_records(batch:dict, # a `datasets` batch: `text` column (plain text or stored conversation), maybe `meta`
                      tok, # the model's tokenizer
                      template:str|None, # the chat template, when there are conversations
                      tc # `Config.tokenize`
                     ) -> dict:
-    "input_ids, labels, fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) and why of each record."
+    """input_ids, labels, fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) and
+    why of each record."""
     texts = batch["text"]
     chats = [decode_turns(t) for t in texts]
-    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts), "why": [""] * len(texts)}
-    for i in (i for i, c in enumerate(chats) if c is not None and pair_of(c)): out["fate"][i], chats[i] = "preference", None
+    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts),
+           "why": [""] * len(texts)}
+    for i in (i for i, c in enumerate(chats) if c is not None and pair_of(c)):
+        out["fate"][i], chats[i] = "preference", None
     plain = [i for i, c in enumerate(chats) if c is None and out["fate"][i] == "text"]
     for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
         out["input_ids"][i] = out["labels"][i] = x
@@ -144,8 +151,10 @@ def pack_chats(ds, # a `datasets.Dataset` of conversations: input_ids and labels
                tc, # `Config.tokenize`: max_length, batch_size
                name:str # the side, for the progress bar
               ):
-    "Whole conversations packed into rows of at most `tc.max_length` tokens (TRL's best fit decreasing), with `seq_lengths`."
-    from trl.data_utils import pack_dataset  # heavy (it imports transformers' modeling code): only when there are conversations
+    """Whole conversations packed into rows of at most `tc.max_length` tokens (TRL's best fit decreasing), with
+    `seq_lengths`."""
+    # heavy (it imports transformers' modeling code): only when there are conversations
+    from trl.data_utils import pack_dataset
     packed = pack_dataset(ds.select_columns(["input_ids", "labels"]), tc.max_length, strategy="bfd",
                           map_kwargs=dict(batch_size=tc.batch_size, desc=f"pack conversations {name}"))
     return packed.with_format(None)
@@ -370,10 +379,11 @@ def chat_counts(ids) -> dict:
     return dict(records=talk.num_rows, preference_pairs=pairs, **{f: fates[f] for f in FATES}, tokens=len(labels),
                 trained_tokens=int(pc.sum(pc.not_equal(labels, -100)).as_py() or 0))
 
-def write_unrenderable(ids, # `tokenize_records`' output, with the records' `file` and `line` where clean.parquet has them
+def write_unrenderable(ids, # `tokenize_records`' output, with records' `file` and `line` where clean.parquet has them
                        folder:Path # the stage's folder: rejected.jsonl is written there
                       ) -> list[dict]:
-    "The conversations the template could not render, as dead letters {file, line, reason} in `folder`/rejected.jsonl (none: no file)."
+    """The conversations the template could not render, as dead letters {file, line, reason} in `folder`/rejected.jsonl
+    (none: no file)."""
     bad = ids.filter(lambda f: [x == "unrenderable" for x in f], input_columns="fate", batched=True)
     letters = [dict(file=r.get("file"), line=r.get("line"), reason=r["why"])
                for r in bad.select_columns([c for c in ("file", "line", "why") if c in bad.column_names])]
@@ -384,7 +394,8 @@ def write_unrenderable(ids, # `tokenize_records`' output, with the records' `fil
 
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
 def _unrenderable(ids, out:Path, talk:dict):
-    "Dead letters of the conversations the template cannot render; a `ConfigError` with the first reason when none renders."
+    """Dead letters of the conversations the template cannot render; a `ConfigError` with the first reason when none
+    renders."""
     if not (bad := write_unrenderable(ids, out)): return
     where = f"{bad[0]['file']}:{bad[0]['line']}: {bad[0]['reason']}"
     if len(bad) == talk["records"]:
@@ -404,7 +415,8 @@ def run_tokenize(cfg, run) -> dict:
     src, out = run.input("clean/clean.parquet"), run.stage_dir("tokenize")
     tok = set_padding_side(load_tokenizer(base_model_path(run), cfg.model.trust_remote_code), tc)
     template = conversation_template(src, tok, tc)
-    cols = ["text", "meta"] + [c for c in ("file", "line") if c in pq.read_schema(src).names]  # where a record came from
+    # file, line: where a record came from
+    cols = ["text", "meta"] + [c for c in ("file", "line") if c in pq.read_schema(src).names]
     ids = Dataset.from_parquet(str(src), columns=cols).map(
         # datasets 5 starts a pool for num_proc=1 too (pickling the tokenizer, and this function from a notebook)
         tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc if tc.num_proc > 1 else None,
@@ -418,7 +430,8 @@ def run_tokenize(cfg, run) -> dict:
                                                 f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
     split = _split_records(lengths, tc, cfg.run.seed)
-    batches = chat_batches(cfg) if template else "packed"  # (train's batch size is not read: a new one keeps the tokens)
+    # (train's batch size is not read: a new one keeps the tokens)
+    batches = chat_batches(cfg) if template else "packed"
     done = {name: make_examples(ids.select(ix), tc, name, batches == "grouped") for name, ix in split.items()}
     counts = {name: c for name, (_, c) in done.items()}
     _check_examples(counts, tc)
@@ -435,6 +448,7 @@ def run_tokenize(cfg, run) -> dict:
               f"{talk['too_long'] + talk['first_answer_too_long']} dropped as too long"
               + (f", {talk['unrenderable']} unrenderable" if talk["unrenderable"] else "") + "; "
               f"{talk['trained_tokens']} of {talk['tokens']} tokens trained ({tc.train_on}); {batches}"
-              + (f"; {talk['preference_pairs']} preference pairs left to the preference stage" if talk["preference_pairs"] else ""))
+              + (f"; {talk['preference_pairs']} preference pairs left to the preference stage"
+                 if talk["preference_pairs"] else ""))
     run.record("tokenize", outputs=[out], counts=counts)
     return counts

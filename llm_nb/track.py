@@ -135,7 +135,8 @@ def plot_dashboard(rows:list, # `log_row` rows
     from matplotlib.figure import Figure
     n = 2 + bool(panels)
     fig = Figure(figsize=(11, 2.75 * n), dpi=80)
-    fig.subplots_adjust(left=.07, right=.98, top=1 - .12 * 2 / n, bottom=.1 * 2 / n, wspace=.3, hspace=.45)  # no layout pass
+    # no layout pass
+    fig.subplots_adjust(left=.07, right=.98, top=1 - .12 * 2 / n, bottom=.1 * 2 / n, wspace=.3, hspace=.45)
     axs = fig.subplots(n, 3).ravel()
     def draw(ax, pts, label, style="-"):
         if pts: ax.plot(*zip(*pts), style, label=label, ms=3)
