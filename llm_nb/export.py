@@ -679,6 +679,7 @@ def model_forms(base:str, # the base model's folder
     finally:
         for llm in llms.values(): llm.close()
 
+# %% ../nbs/40_export.ipynb #d98ab88b
 # in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
 PARITY_JSON = "parity.json"
 
@@ -739,6 +740,7 @@ def _gguf_files(merged:Path, # the merged checkpoint
                                               imatrix=out/imatrix["file"])
     return files, imatrix
 
+# %% ../nbs/40_export.ipynb #298ebb2b
 EXPORT = Stage("export", reads=(*ADAPTERS, "tokenize/train", "tokenize/eval", "model", "evaluate/lm_eval.json",
                                "evaluate/tasks"),  # evaluate's scores and tasks, to score the GGUF files the same way
                writes=("export",), weights=True)  # the training split: the importance matrix's calibration text

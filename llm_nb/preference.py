@@ -445,7 +445,7 @@ def implicit_accuracy(sft:dict, dpo:dict) -> float:
     r = np.array(dpo["logps_rejected"]) - np.array(sft["logps_rejected"])
     return float(np.mean(c > r))
 
-# %% ../nbs/26_preference.ipynb #pr000034
+# %% ../nbs/26_preference.ipynb #pr000033b
 PREFERENCE = Stage("preference", reads=("clean/clean.parquet", "tokenize/tokenizer", "train/adapter", "model"),
                    writes=("preference",), weights=True, named=lambda cfg: [cfg.preference.heldout],
                    on=lambda cfg: cfg.preference.method != "off")
@@ -475,6 +475,7 @@ def _method_counts(method:str, log:list[dict], scores:dict) -> dict:
     rewards = [h["reward"] for h in log if "reward" in h]
     return dict(first_reward=rewards[0], last_reward=rewards[-1])
 
+# %% ../nbs/26_preference.ipynb #pr000034
 @PREFERENCE
 def run_preference(cfg, # the run's config (`cfg.preference`)
                    run, # the run: reads clean/, tokenize/tokenizer, train/adapter; writes preference/

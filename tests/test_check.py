@@ -30,8 +30,6 @@ BAD = {  # case: (config, what its one error line says; DATA = a folder holding 
                         "cfg.yaml:2: train.nan_policy=skip does not work under deepspeed.stage 2"),
     "two_engines": ("deepspeed:\n  stage: 2\nfsdp:\n  version: 2\n",
                     "cfg.yaml:4: fsdp.version=2 and deepspeed.stage=2: one engine shards a job"),
-    "fsdp_whole_modules": ("fsdp:\n  version: 2\nlora:\n  modules_to_save: [lm_head]\n",
-                           "cfg.yaml:2: fsdp.version=2 with lora.modules_to_save=['lm_head']: FSDP2 trains whole modules"),
     "global_batch": ("deepspeed:\n  stage: 2\n  train_batch_size: 12\nlaunch:\n  nproc_per_node: 8\n",
                      "cfg.yaml:3: deepspeed.train_batch_size=12 cannot be split over launch.nnodes × launch.nproc_per_node = 8 ranks"),
     "gpus": ("launch:\n  nproc_per_node: 4\n  gpus_per_node: 2\n", "cfg.yaml:2: launch.nproc_per_node=4 > launch.gpus_per_node=2"),
