@@ -12,7 +12,7 @@ load once, not counted), then `--rounds` rounds, the order alternating (base fir
 in even ones, and the warm-up's order the opposite of the first counted round's), so that neither always runs on a
 machine the other has just warmed or loaded. Printed: the medians of output throughput, median TTFT, TPOT and E2EL on each, and the adapter's
 over the base's (`serve.lora_cost` in a run's report.json is one such round, on the run's own model), each only
-where both sides measured it: a server that sent its tokens together has no TPOT (llm_nb.bench: fewer chunks than
+where both sides measured it: a server that sent its tokens together has no TPOT (llm_nb.load_metrics: fewer chunks than
 half its tokens), and its row says "not measured" / "not compared", with the reason below the table.
 Targets (per engine): the adapter's output throughput >= 0.5x the base's (vLLM #10062 reports up to 50 % lost),
 and the figures agree with each other: throughput ratio x E2EL ratio within 20 % of 1 (in a closed loop where

@@ -8,13 +8,13 @@ Prints the side-by-side table of medians over the rounds, with the relative diff
 output throughput differ by more than 5%.
 
 The load is sent at a finite rate by default (`--request-rate 0.5`, Poisson arrivals, `--burstiness 1`, `--seed 0`):
-both clients draw the same arrival times for the same seed (llm_nb.bench.arrival_times follows vLLM's get_request),
+both clients draw the same arrival times for the same seed (llm_nb.load.arrival_times follows vLLM's get_request),
 so the server sees the same load from each. With `--request-rate inf` (a closed loop: all requests at once,
 `--max-concurrency` in flight) the load depends on the client itself: how soon each sends the next request after
 one completes decides which requests a server batches together, and on llama-server the completions of a batch
 come together, so that mean TTFT there differs between clients by more than the tolerance. That case is reported,
 not a peer-agreement target; nor is a rate near the server's capacity, where queueing turns small changes in the
-server's speed into large ones in latency (measured in the notebook 42_bench).
+server's speed into large ones in latency (measured in the notebook 41a_load).
 With `--engine fake` the stand-in server writes when each request came in, and the two clients' schedules are
 compared as well (target: the same arrival offsets within 20 ms).
 
@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
-from llm_nb.bench import arrival_times, bench_metrics, text_prompts
+from llm_nb.load import arrival_times, text_prompts
+from llm_nb.load_metrics import bench_metrics
 from llm_nb.config import ServeCfg, TinyCfg
 from llm_nb.export import convert_to_gguf, quantize_gguf
 from llm_nb.model import build_tiny_model, load_tokenizer
@@ -308,7 +309,7 @@ def report_arrivals(a) -> float|None:
     worst = max(float(np.abs(v - o).max()) for v, o in a.offsets) * 1000
     late = max(float(np.abs(x - planned).max()) for pair in a.offsets for x in pair) * 1000
     print(f"arrivals at the server, offsets from each load's first request: vLLM's vs llm_nb's differ by at most "
-          f"{worst:.1f} ms; each from llm_nb.bench.arrival_times' schedule by at most {late:.1f} ms "
+          f"{worst:.1f} ms; each from llm_nb.load.arrival_times' schedule by at most {late:.1f} ms "
           f"({a.num_prompts} requests over {planned[-1]:.2f} s, {len(a.offsets)} rounds; later than the schedule where "
           f"--max-concurrency held a request back)")
     return worst
