@@ -286,6 +286,8 @@ def kept(cls:ConfigEditor, name:str, # the run's name (`run_until(..., name=)`)
     cfg, origin = _last_ran(name, defaults)
     form = cls(cfg or defaults, section=section, defaults=defaults)
     form.origin = origin
+    if cfg is None and origin:  # a saved config that no longer loads: said, not dropped in silence
+        form.status.value = f"<span style='color:#b00020'>{_text(origin)}</span>"
     form._show_changes()
     _KEPT[name] = form
     return form
