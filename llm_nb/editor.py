@@ -152,6 +152,7 @@ class ConfigEditor:
         for n, b in self.buttons.items(): b.on_click(lambda _, n=n: getattr(self, n.lower())())
         self.status = W.HTML()  # above the fields: what Check finds is seen without scrolling
         self.changes, self.origin = W.HTML(), ""  # what differs from the defaults; where the values came from
+        self.unloaded = False  # the values were to come from a file that did not load: said under the buttons
         self.widget = W.VBox([W.HBox([self.path, *self.buttons.values()]), self.status, self.changes, self.sections,
                               self.pages])
         self.show(section)
@@ -199,7 +200,8 @@ def _show_changes(self:ConfigEditor, *_) -> None:
     lines = [f"<code>{k}</code> {_text(_short(a))} → {_text(_short(b))}" for k, a, b in changes]
     head = f"{len(lines)} change{'s' * (len(lines) > 1)} from the defaults"
     head += f" ({self.origin})" if self.origin else ""
-    self.changes.value = f"{head}: " + "; ".join(lines) if lines else ""
+    said = f"<span style='color:#b00020'>{_text(self.origin)}</span>" if self.unloaded else ""  # never in silence
+    self.changes.value = f"{head}: " + "; ".join(lines) if lines else said
 
 @patch
 def _error_key(self:ConfigEditor, loc:str) -> str:
@@ -285,9 +287,7 @@ def kept(cls:ConfigEditor, name:str, # the run's name (`run_until(..., name=)`)
     if old is not None and old.defaults == defaults.model_dump(): return old
     cfg, origin = _last_ran(name, defaults)
     form = cls(cfg or defaults, section=section, defaults=defaults)
-    form.origin = origin
-    if cfg is None and origin:  # a saved config that no longer loads: said, not dropped in silence
-        form.status.value = f"<span style='color:#b00020'>{_text(origin)}</span>"
+    form.origin, form.unloaded = origin, cfg is None and bool(origin)  # a saved config that no longer loads
     form._show_changes()
     _KEPT[name] = form
     return form
