@@ -12,6 +12,8 @@ stop`). A family whose template writes a reasoning before an answer (Qwen3, its 
 reason first with thinking on (the matrix's `reasoning_model`): at least 90 % of its held-out answers must come back
 with the trained reasoning in `message.reasoning` (vLLM's reasoning parser) and none of it in the answer
 (`reasoning_apart`). It is a bench, not a CI column: vLLM takes about a minute to start on 2 cores, eight times.
+The family matrix (nbs/93_family_matrix.ipynb, in CI) checks vLLM's side of the prompt without a server: vLLM's own
+renderer, in one process, renders both conversations from each merged folder as `/tokenize` does (`vllm_rendered`).
 Targets per family: the renders equal, the stop share ≥ 0.9, a reasoning family's reasoning apart in ≥ 90 % (exit
 status 1 when one is missed, a family vLLM cannot serve included, with its reason).
 The tiny models have two heads of 32 (the matrix's have four of 16, which vLLM's CPU attention does not take).

@@ -4,13 +4,13 @@
 
 # %% ../nbs/93_family_matrix.ipynb #fm000005
 from __future__ import annotations
-import json, time
+import json, subprocess, time
 from pathlib import Path
 import numpy as np
 from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_metadata, gguf_tokenizer_fields,
                              mask_check, missing_targets, tiny_family_model, vocab_file)
 from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
-from .serve import LLAMA_REASONING_FORMAT, Server, free_port, llama_server_bin, why_failed
+from .serve import LLAMA_REASONING_FORMAT, Server, free_port, llama_server_bin, vllm_python, why_failed
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
 from .bench import answer_scores, ask_chat
 from .config import ModelCfg
@@ -19,18 +19,19 @@ from .config import ConfigError
 
 # %% auto #0
 __all__ = ['CHAT', 'STAGES', 'NA', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH',
-           'SPREAD', 'STOP_FLOOR', 'REASONINGS', 'REASONING_STEPS', 'NotApplicable', 'Row', 'item_chat',
+           'SPREAD', 'STOP_FLOOR', 'VLLM_RENDER', 'REASONINGS', 'REASONING_STEPS', 'NotApplicable', 'Row', 'item_chat',
            'held_out_questions', 'train_lora', 'gguf_vocab_diff', 'served_tokens', 'llama_server_asked',
-           'served_prompt_check', 'tools_served_check', 'reasoning_chat', 'reasoning_model', 'reasoning_apart',
-           'family_row', 'matrix_markdown', 'family_matrix', 'hf_gguf_gap']
+           'served_prompt_check', 'tools_served_check', 'vllm_rendered', 'vllm_prompt_check', 'vllm_prompt_stage',
+           'reasoning_chat', 'reasoning_model', 'reasoning_apart', 'family_row', 'matrix_markdown', 'family_matrix',
+           'hf_gguf_gap']
 
 # %% ../nbs/93_family_matrix.ipynb #fm000007
 # the conversation every family is checked on
 CHAT = [dict(role="system", content="你是客服。"), dict(role="user", content="这款手机续航怎么样？"),
         dict(role="assistant", content="续航很好，能用两天。"),
         dict(role="user", content="Does it charge fast?"), dict(role="assistant", content="Yes: 50% in 20 minutes.")]
-STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "tools served", "parity", "stops",
-          "reasoning served")
+STAGES = ("mask", "lora", "train", "merge", "gguf", "q8_0", "served prompt", "tools served", "vLLM prompt", "parity",
+          "stops", "reasoning served")
 NA = "➖"  # the mark of a stage that does not apply to a family (e.g. its template writes no tools): not a failure
 
 class NotApplicable(Exception):
@@ -43,6 +44,7 @@ class Row:
     "One family's verdicts, stage by stage: ✅ with what was measured, or ❌ with the reason."
     def __init__(self, family:str):
         self.family, self.cells, self.facts, self.seconds = family, {}, {}, {}
+        self.tok = None  # the family's tokenizer, with its template (set by `family_row`)
 
     def stage(self, name:str, fn, *needs:str):
         "Run `fn()` as stage `name` when the stages it `needs` passed; it returns what to show, or raises why not."
@@ -207,6 +209,70 @@ def _stops(asked:list[dict]) -> str:
                          f"e.g. {next(a['answer'] for a in asked if a['finish_reason'] != 'stop')!r}")
     return f"{s['stopped']:.0%} of {s['questions']} stopped, exact match {s['exact_match']:.0%}"
 
+# %% ../nbs/93_family_matrix.ipynb #fmvllm02
+VLLM_RENDER = r'''
+import json, sys
+from vllm.config import ModelConfig, VllmConfig
+from vllm.entrypoints.serve.tokenize.protocol import TokenizeChatRequest
+from vllm.renderers.registry import renderer_from_config
+out = {}
+for job in json.load(sys.stdin):
+    got = out.setdefault(job["name"], {})
+    try:
+        mc = ModelConfig(model=job["folder"])
+        renderer = renderer_from_config(VllmConfig(model_config=mc))
+    except Exception as e:
+        got["error"] = f"{type(e).__name__}: {e}"; continue
+    for key, (messages, tools) in job["prompts"].items():
+        try:  # as /tokenize does with a chat (serve/tokenize/serving.py, online_renderer.preprocess_chat)
+            req = TokenizeChatRequest(model="m", messages=messages, add_generation_prompt=True, tools=tools)
+            tool_dicts = None if req.tools is None else [t.model_dump() for t in req.tools]
+            params = req.build_chat_params(None, "string").with_defaults(dict(tools=tool_dicts, tokenize=False))
+            _, prompt = renderer.render_messages(messages, params)
+            got[key] = renderer.tokenize_prompt(prompt, req.build_tok_params(mc))["prompt_token_ids"]
+        except Exception as e:
+            got[key] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+'''  # run by vLLM's Python: {family: {prompt: its tokens, or the error}, or {"error": why vLLM cannot load it}}
+
+def vllm_rendered(folders:dict, # {family: its model folder}
+                  prompts:dict|None=None, # {name: (chat, tools)}; default: CHAT and TOOL_CHAT with TOOLS
+                  timeout:float=900 # seconds for the whole process
+                 ) -> dict:
+    "{family: {name: the tokens vLLM's own renderer makes of the prompt for the chat's last answer, or its error}}."
+    python = vllm_python()
+    if python is None: raise RuntimeError("vLLM is not installed: bash tools/install.sh --vllm")
+    prompts = prompts or dict(plain=(CHAT, None), tools=(TOOL_CHAT, TOOLS))
+    jobs = [dict(name=n, folder=str(f), prompts={k: [c[:-1], t] for k, (c, t) in prompts.items()})
+            for n, f in folders.items()]
+    r = subprocess.run([str(python), "-c", VLLM_RENDER], input=json.dumps(jobs), capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode: raise RuntimeError(f"vLLM's renderer exited {r.returncode}: {r.stderr.strip()[-300:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+def vllm_prompt_check(tok, # the family's tokenizer, with its template
+                      rendered:dict|Exception # the family's entry of `vllm_rendered` (or why there is none)
+                     ) -> str:
+    "What the vLLM-prompt stage shows; a `ValueError` where a render of vLLM's is not the beginning of training's."
+    if isinstance(rendered, Exception): raise rendered
+    if "error" in rendered: raise RuntimeError(f"vLLM cannot load the model: {rendered['error']}")
+    def tokens(key): return rendered[key] if isinstance(rendered[key], list) else RuntimeError(rendered[key])
+    shown = served_prompt_check(tok, tokens("plain"))
+    if not writes_tools(tok): return shown + ", tools n/a"
+    return shown + ", with tools " + served_prompt_check(tok, tokens("tools"), TOOL_CHAT, TOOLS).split()[0]
+
+def vllm_prompt_stage(rows:list[Row], # the families' rows, merged where the merge passed
+                      out:Path # the folder `family_row` wrote the merged folders in
+                     ):
+    "Each row's vLLM-prompt stage, from one vLLM process over every merged folder."
+    t0 = time.monotonic()
+    folders = {r.family: out/f"{r.family}-merged" for r in rows if r.cells.get("merge", "").startswith("✅")}
+    try: rendered = vllm_rendered(folders) if folders else {}
+    except Exception as e: rendered = {n: e for n in folders}
+    for r in rows: r.stage("vLLM prompt", lambda: vllm_prompt_check(r.tok, rendered[r.family]), "merge")
+    print(f"families: vLLM's renders in {time.monotonic() - t0:.0f} s: " +
+          ", ".join(f"{r.family} {r.cells['vLLM prompt'][0]}" for r in rows))
+
 # %% ../nbs/93_family_matrix.ipynb #fmreas02
 # an item question's reasoning, in the question's language
 REASONINGS = ("The user asks for a colour.", "用户问颜色。")
@@ -255,6 +321,7 @@ def family_row(name:str, # a key of `FAMILIES`
     f, row, out = FAMILIES[name], Row(name), Path(out)
     folder = tiny_family_model(name, out/name, initializer_range=SPREAD)
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder)
+    row.tok = tok
     merged, gguf_f16, gguf_q8 = out/f"{name}-merged", out/f"{name}-f16.gguf", out/f"{name}-q8_0.gguf"
     row.facts = dict(cls=f.arch, vocab=len(tok), stops=model.generation_config.eos_token_id,
                      eot=f"{f.eot} = {tok.convert_tokens_to_ids(f.eot)}", template=FAMILY_TEMPLATES[f.template],
@@ -341,6 +408,7 @@ def family_matrix(out:Path, # the folder to write families.md and families.json 
         rows.append(family_row(name, out))
         print(f"families: {name} in {time.time() - t0:.0f} s: " + ", ".join(f"{s} {c[0]} {rows[-1].seconds.get(s, 0)} s"
                                                                           for s, c in rows[-1].cells.items()))
+    vllm_prompt_stage(rows, out)
     (out/"families.md").write_text(matrix_markdown(rows) + "\n")
     (out/"families.json").write_text(json.dumps([dict(family=r.family, stages=r.cells, seconds=r.seconds,
                                                       facts=r.facts)
