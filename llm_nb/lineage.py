@@ -11,11 +11,11 @@ from .config import Config, ConfigError, expand, to_yaml
 from .run import Run, Stage, json_sha256, run_folder, sha256_file
 
 # %% auto #0
-__all__ = ['PLACE_KEYS', 'NOT_RUN', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256', 'sections_read',
-           'stages_recorded', 'file_sha256', 'current_files', 'reads_seed', 'left_out', 'stage_key', 'changed_files',
-           'stale_reasons', 'stamp', 'find_run_dir', 'lineage', 'format_lineage', 'dvc', 'remote_warnings', 'dvc_init',
-           'dvc_stage', 'write_dvc_files', 'lfs_attributes', 'git_lfs_track', 'config_inputs', 'dvc_caches',
-           'dvc_stages', 'write_dvc']
+__all__ = ['CONFIG_MODULES', 'PLACE_KEYS', 'NOT_RUN', 'LFS_PATTERNS', 'module_path', 'definition', 'reached_code', 'code_sha256',
+           'sections_read', 'stages_recorded', 'file_sha256', 'current_files', 'reads_seed', 'left_out', 'stage_key',
+           'changed_files', 'stale_reasons', 'stamp', 'find_run_dir', 'lineage', 'format_lineage', 'dvc',
+           'remote_warnings', 'dvc_init', 'dvc_stage', 'write_dvc_files', 'lfs_attributes', 'git_lfs_track',
+           'config_inputs', 'dvc_caches', 'dvc_stages', 'write_dvc']
 
 # %% ../nbs/15_lineage.ipynb #vr000007
 def module_path(name:str # a dotted module name, e.g. "llm_nb.clean"
@@ -101,11 +101,13 @@ def code_sha256(code:dict # from `reached_code`
     return h.hexdigest()
 
 # %% ../nbs/15_lineage.ipynb #vr000012
+CONFIG_MODULES = ("llm_nb.config", "llm_nb.config_data", "llm_nb.config_model")  # `Config` and its sections
+
 def sections_read(code:dict # from `reached_code`
                  ) -> list[str]:
     "The config sections the code names as attributes (`cfg.clean`, `run.cfg.train`)."
     names, found = set(Config.model_fields), set()
-    for obj in [o for o in code.values() if o.__module__ != "llm_nb.config"]:
+    for obj in [o for o in code.values() if o.__module__ not in CONFIG_MODULES]:
         found.update(n.attr for n in ast.walk(definition(obj)) if isinstance(n, ast.Attribute) and n.attr in names)
     return sorted(found)
 
@@ -137,7 +139,7 @@ def reads_seed(code:dict # from `reached_code`
               ) -> bool:
     "Whether the code names a `.seed` attribute (`cfg.run.seed`): if not, `run.seed` stays out of its stage's key."
     return any(isinstance(n, ast.Attribute) and n.attr == "seed"
-               for o in code.values() if o.__module__ != "llm_nb.config" for n in ast.walk(definition(o)))
+               for o in code.values() if o.__module__ not in CONFIG_MODULES for n in ast.walk(definition(o)))
 
 def left_out(section:str, # a config section the stage reads
              code:dict # from `reached_code`
