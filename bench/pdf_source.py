@@ -1,7 +1,7 @@
 """Benchmark: the ingest stage's PDF source (`llm_nb.documents.read_pdf`: text outside tables, tables as records,
 blank/scan detection, hyphen joins, one event per page) against a bare pdfplumber loop on the same files, in one run.
 
-Corpus: tiny Shakespeare (../shared/data/tinyshakespeare.txt), written by llm_nb.synth.sample_pdf into --files
+Corpus: tiny Shakespeare (../shared/data/tinyshakespeare.txt), written by llm_nb.synth_raw.sample_pdf into --files
 PDFs of --pages pages, 25 lines of text per page and a ruled 3x3 table of numbers on every third page.
 
 (a) pages/s: read_pdf (text_unit=page, tables on) vs `page.extract_text()` for every page; the same loop with
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
 from llm_nb.config import SourceCfg
 from llm_nb.documents import ocr_unavailable, read_pdf
-from llm_nb.synth import sample_pdf
+from llm_nb.synth_raw import sample_pdf
 
 DATA = Path(__file__).resolve().parents[2]/"shared"/"data"  # the default, beside the repo
 LINES_PER_PAGE, TABLE_EVERY, TARGET_RATIO = 25, 3, 1.2

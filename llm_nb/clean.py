@@ -64,11 +64,12 @@ def top_terms(texts:list[str]) -> list:
 
 def _term_sample(con, sample:int) -> list[str]:
     "`sample` kept texts: the rows whose (file, line) hash lowest, the same whatever order the engine holds them in."
-    return [t for (t,) in _query(con, f"SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}")]
+    sql = f"SELECT text FROM kept ORDER BY hash(file, line), file, line LIMIT {int(sample)}"
+    return [t for (t,) in _query(con, sql)]
 
 # %% ../nbs/12_clean.ipynb #2f36f903
-STEPS = ["contaminated", "language", "sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio", "digit_ratio",
-         "repeated_lines", "exact_dup", "near_dup"]  # `contaminated` stands for each task's `contaminated:<task>`
+STEPS = ["contaminated", "language", "sensitive", "too_short", "too_long", "no_letters", "mojibake", "symbol_ratio",
+         "digit_ratio", "repeated_lines", "exact_dup", "near_dup"]  # `contaminated`: each task's `contaminated:<task>`
 
 def ordered_reasons(by_reason:dict) -> dict:
     "The reasons of `by_reason` that rejected rows, in the order of STEPS (each task's `contaminated:` in name order)."
@@ -220,7 +221,7 @@ def run_eval_grams(cfg, # the run's `Config`
 
 # %% ../nbs/12_clean.ipynb #cs000002
 def _per_source(rows:list[tuple], kept:dict) -> dict:
-    "{source: {rows_in, kept, rejected: {reason: rows}}} from the rejected rows' (source, reason, rows) and the kept ones'."
+    "{source: {rows_in, kept, rejected: {reason: rows}}} from the rejected rows' (source, reason, rows) and kept ones'."
     out = {}
     for s in sorted(set(kept) | {src for src, _, _ in rows}):
         rejected = ordered_reasons({r: n for src, r, n in rows if src == s})
@@ -230,7 +231,8 @@ def _per_source(rows:list[tuple], kept:dict) -> dict:
 def _decontam_stats(eg:EvalGrams|None, rejected:dict) -> dict:
     "{ngram, tasks: {task: {path, examples, too_short, rejected}}}, or {} without evaluation files."
     if eg is None: return {}
-    return dict(ngram=eg.n, tasks={t: dict(v, rejected=rejected.get(f"contaminated:{t}", 0)) for t, v in eg.tasks.items()})
+    tasks = {t: dict(v, rejected=rejected.get(f"contaminated:{t}", 0)) for t, v in eg.tasks.items()}
+    return dict(ngram=eg.n, tasks=tasks)
 
 # %% ../nbs/12_clean.ipynb #cs000003
 # rows of each language (py3langid's code in `lang`) in the written files, kept and all, most rows first
@@ -263,7 +265,8 @@ def _write_stats(con, stats:dict, out:Path, eg:EvalGrams|None=None) -> dict:
 def _rows_kept(con, col:str # `source` or `lang`
               ) -> dict:
     "{value of `col`: {rows_in, kept}} from the tables `scored` and `kept`, most rows first (NULL left out)."
-    rows = _query(con, f"""SELECT s.v, s.n, coalesce(k.n, 0) FROM (SELECT {col} AS v, count(*) AS n FROM scored GROUP BY 1) s
+    rows = _query(con, f"""SELECT s.v, s.n, coalesce(k.n, 0)
+                           FROM (SELECT {col} AS v, count(*) AS n FROM scored GROUP BY 1) s
                            LEFT JOIN (SELECT {col} AS v, count(*) AS n FROM kept GROUP BY 1) k ON s.v = k.v
                            WHERE s.v IS NOT NULL ORDER BY s.n DESC, s.v""")
     return {v: dict(rows_in=n, kept=k) for v, n, k in rows}
@@ -306,7 +309,8 @@ def duckdb_memory_limit(con) -> str:
 def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
     "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned."
     res = dict(stats["counts"], conversations=stats["conversations"], rejected=stats["rejected"], pii=stats["pii"],
-               sensitive_hits=stats["sensitive_hits"], sources={s: v["kept"] for s, v in stats.get("sources", {}).items()},
+               sensitive_hits=stats["sensitive_hits"],
+               sources={s: v["kept"] for s, v in stats.get("sources", {}).items()},
                languages={l: v["kept"] for l, v in stats.get("languages", {}).items()},
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])
     words = run.cfg.clean.sensitive_words_file  # the word list is an input too, and so are the evaluation files

@@ -26,7 +26,7 @@ __all__ = ['LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JU
 def add_functions(con:duckdb.DuckDBPyConnection, # a connection
                   ccfg # the `clean` config section
                  ) -> duckdb.DuckDBPyConnection:
-    "Register on `con` the functions pass 1 (`scored_sql`) calls: `nfkc` if `clean.nfkc`, `redact_calls` if `clean.pii`."
+    "Register on `con` what pass 1 (`scored_sql`) calls: `nfkc` if `clean.nfkc`, `redact_calls` if `clean.pii`."
     if ccfg.pii: add_redact_calls(con, ccfg.pii)
     return add_nfkc(con) if ccfg.nfkc else con  # pyarrow.compute costs 0.1 s to import
 
@@ -53,10 +53,11 @@ def _prefilter_sql(ccfg, words:list[str], wps:list[str]) -> str:
 
 # %% ../nbs/12c_clean_passes.ipynb #6e39c4f5
 def _pii_count_cols(ccfg) -> str:
-    "`, <count> AS pii_<kind>` for every redacted kind: placeholders added to `text` (`raw` before) and to `meta` (`raw_meta`)."
+    "`, <count> AS pii_<kind>` per redacted kind: placeholders added to `text` (`raw` before) and `meta` (`raw_meta`)."
     added = lambda col, raw, k: (f"CASE WHEN contains({col}, {sql_str(placeholder(k))}) AND {col} <> {raw} "
                                  f"THEN {count_sql(col, placeholder(k), raw)} ELSE 0 END")
-    return "".join(f", {added('text', 'raw', k)} + {added('meta', 'raw_meta', k)} AS pii_{k}" for k in PII_PATTERNS if k in ccfg.pii)
+    return "".join(f", {added('text', 'raw', k)} + {added('meta', 'raw_meta', k)} AS pii_{k}"
+                   for k in PII_PATTERNS if k in ccfg.pii)
 
 # %% ../nbs/12c_clean_passes.ipynb #ab8b3e75
 def _sensitive_sql(ccfg, words:list[str], wps:list[str]) -> tuple[str, str]:
@@ -138,10 +139,11 @@ ROW_COLS = ", ".join([c for c in SCHEMA.names if c not in NOT_KEPT] + ["lang"]) 
 IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
 
 def exact_dedup(con, ccfg=None, words:list[str]=()):
-    "Temp tables `first_copies`, `deduped` (the first copies no filter rejects) and `rejected_texts` (`REJECTED_TEXTS`)."
+    "Temp tables `first_copies`, `deduped` (first copies no filter rejects) and `rejected_texts` (`REJECTED_TEXTS`)."
     _first_copies(con, ccfg, words)
     # one read of every row's text: the rows whose text an output file holds, the rejected ones then moved apart
-    con.execute(f"""CREATE TEMP TABLE deduped AS SELECT {ROW_COLS}, coalesce(s.reason, f.verdict) AS reason FROM scored s
+    con.execute(f"""CREATE TEMP TABLE deduped AS
+                    SELECT {ROW_COLS}, coalesce(s.reason, f.verdict) AS reason FROM scored s
                     LEFT JOIN first_copies f ON s.text_hash = f.text_hash AND s.reason IS NULL
                     WHERE s.reason IS NOT NULL OR f.text_hash IS NULL OR f.verdict IS NOT NULL OR ({IS_FIRST})""")
     con.execute("CREATE TEMP TABLE rejected_texts AS SELECT * FROM deduped WHERE reason IS NOT NULL")
@@ -180,9 +182,10 @@ def make_near_rows(con) -> int:
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
 
 def deduped_view(con):
-    "The view `deduped` over `near_rows`, which holds its rows; `rejected_texts` as a view too, if exact dedup left none."
+    "The view `deduped` over `near_rows`, which holds its rows; `rejected_texts` a view too, if exact dedup left none."
     con.execute(f"CREATE TEMP VIEW deduped AS SELECT {ROW_COLS} FROM near_rows")
-    con.execute(f"CREATE TEMP VIEW IF NOT EXISTS rejected_texts AS {REJECTED_TEXTS}")  # a step reading its tables' files
+    # a step reading its tables' files
+    con.execute(f"CREATE TEMP VIEW IF NOT EXISTS rejected_texts AS {REJECTED_TEXTS}")
 
 # %% ../nbs/12c_clean_passes.ipynb #n0000001
 def _append_bands(con, rid0:int, # the batch's first rid

@@ -175,12 +175,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("lineage", help="the stages and raw files a run's file came from").add_argument("file")
     sub.add_parser("verify", help="hash every output a run's manifest records; exit 1 naming each that differs or is "
                                   "gone").add_argument("run", help="the run folder")
-    cl = sub.add_parser("clean", help="list what a run folder holds that no stage recorded as an output; --yes removes it")
+    cl = sub.add_parser("clean", help="list what a run folder holds that no stage recorded as an output; "
+                                      "--yes removes it")
     cl.add_argument("run", help="the run folder")
     cl.add_argument("--yes", action="store_true", help="remove them")
     sub.add_parser("doctor", help="the troubleshooting checklist: each check's verdict and its fix").add_argument(
-        "config", nargs="?", help="a config (default: the demo config), or a model folder: its family, template, GGUF, vLLM")
-    fam = sub.add_parser("families", help="each real model family through mask, LoRA, GGUF, Q8_0, the served prompt, parity")
+        "config", nargs="?",
+        help="a config (default: the demo config), or a model folder: its family, template, GGUF, vLLM")
+    fam = sub.add_parser("families",
+                         help="each real model family through mask, LoRA, GGUF, Q8_0, the served prompt, parity")
     fam.add_argument("out", help="the folder for families.md and families.json")
     fam.add_argument("--only", help="comma-separated families (default: all)")
     d = sub.add_parser("dvc", help="write dvc.yaml, params.yaml and code.yaml for a config; `dvc repro` runs them")
@@ -212,7 +215,7 @@ def lineage_cli(file:str) -> int:
     return 0
 
 def families_cli(out:str, only:str|None) -> int:
-    "`llm_nb families OUT`: the family matrix written to OUT and printed; exit status 1 when a stage fails for a family."
+    "`llm_nb families OUT`: the family matrix written to OUT and printed; exit status 1 when a family fails a stage."
     from llm_nb.family_matrix import family_matrix, matrix_markdown
     rows = family_matrix(Path(out), only.split(",") if only else None)
     print(matrix_markdown(rows))
@@ -283,7 +286,7 @@ def main(argv:list[str]|None=None) -> int:
 def verify_table(run:Run, # the run folder
                  problems:dict # {file: what is wrong}, as `Run.output_problems` says it
                 ) -> str:
-    "A Markdown table: for each stage, its recorded output files, their GB, and how many hash as recorded, differ, or are gone."
+    "A Markdown table per stage: its recorded output files, their GB, how many hash as recorded, differ, or are gone."
     rows = {}
     for key, r in run.recorded_outputs().items():
         row = rows.setdefault(r["stage"], [0, 0, 0, 0, 0])
@@ -295,9 +298,10 @@ def verify_table(run:Run, # the run folder
 
 def verify_cli(folder:str # the run folder
               ) -> int:
-    "`llm_nb verify RUN`: hash every output the run's manifest records; 1, naming each file, when one differs or is gone."
+    "`llm_nb verify RUN`: hash every output the manifest records; 1, naming each file, when one differs or is gone."
     d = Path(folder)
-    if not (d/"manifest.json").is_file(): raise ConfigError(f"verify: {d} is not a run folder (it has no manifest.json)")
+    if not (d/"manifest.json").is_file():
+        raise ConfigError(f"verify: {d} is not a run folder (it has no manifest.json)")
     run = Run(d, None)
     recorded, t0 = run.recorded_outputs(), time.perf_counter()
     problems = run.output_problems([run.dir/k for k in recorded])
@@ -309,7 +313,8 @@ def verify_cli(folder:str # the run folder
     return int(bool(problems))
 
 # %% ../nbs/92_cli.ipynb #cn000002
-RUN_FILES = ("config.yaml", "manifest.json", "report.json", "summary.md", ".llm_nb.lock", ".update.lock")  # the run's own
+# the run's own files
+RUN_FILES = ("config.yaml", "manifest.json", "report.json", "summary.md", ".llm_nb.lock", ".update.lock")
 
 def unrecorded_files(run:Run) -> list[Path]:
     "Files in the run folder that are neither an output the manifest records nor the run's own (a seed's run aside)."

@@ -9,7 +9,7 @@ from llm_nb.env import cjk_font
 from llm_nb.run import Run
 from llm_nb.ingest import run_ingest
 from llm_nb.clean_datatrove import run_clean
-from llm_nb.synth import sample_pdf, sample_docx
+from llm_nb.synth_raw import sample_pdf, sample_docx
 
 REPORT = [{"text": "Annual report.\nRevenue rose in every re-\ngion."},
           {"text": "Units by region:", "table": [["region", "units"], ["north", "120"], ["south", "95"]]},
