@@ -1,7 +1,7 @@
 """GGUF quality on a *trained* model (random weights are the worst case for quantization).
 
 Trains a small Llama (hidden 256, 4 layers, SentencePiece vocabulary) on the first 90% of tiny Shakespeare
-(full weights, CPU, a few minutes), exports it with llm_nb.export (llama.cpp's converter → f16 → Q8_0, Q4_K_M, and
+(full weights, CPU, a few minutes), exports it with llm_nb.gguf (llama.cpp's converter → f16 → Q8_0, Q4_K_M, and
 Q4_K_M with an importance matrix computed by llama-imatrix over `--imatrix-chunks` chunks of the *training* text),
 and prints the verification table measured on blocks of the last 10%: ppl, Δppl% against the HF model,
 top-1 agreement, mean KL divergence from the HF model, max |Δlogit|. Targets: Q8_0's |Δppl| <= 1%, and the imatrix
@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
 from llm_nb.config import TinyCfg
 from llm_nb.model import build_tiny_model, load_tokenizer
-from llm_nb.export import (convert_to_gguf, quantize_gguf, kquant_warnings, verify_gguf, quality_markdown, plot_quality,
-                            compute_imatrix)
+from llm_nb.gguf import (convert_to_gguf, quantize_gguf, kquant_warnings, verify_gguf, quality_markdown, plot_quality,
+                          compute_imatrix)
 
 TEXT = Path(__file__).resolve().parents[2]/"shared"/"data"/"tinyshakespeare.txt"
 

@@ -19,7 +19,7 @@ With `--engine fake` the stand-in server writes when each request came in, and t
 compared as well (target: the same arrival offsets within 20 ms).
 
 `--engine` picks the server:
-- `llama_server` (default) or `llama_cpp_python`: llama.cpp on the model exported to Q8_0 GGUF by llm_nb.export;
+- `llama_server` (default) or `llama_cpp_python`: llama.cpp on the model exported to Q8_0 GGUF by llm_nb.gguf;
 - `vllm`: vLLM itself on the HF folder (its CPU build from tools/install.sh on a machine without CUDA);
 - `fake`: llm_nb.testing's FakeOpenAI (fixed TTFT and inter-token gaps, no model noise): it checks the metric
   definitions alone, and builds only the tokenizer.
@@ -47,7 +47,7 @@ from _data import Targets, add_smoke_arg
 from llm_nb.load import arrival_times, text_prompts
 from llm_nb.load_metrics import bench_metrics
 from llm_nb.config import ServeCfg, TinyCfg
-from llm_nb.export import convert_to_gguf, quantize_gguf
+from llm_nb.gguf import convert_to_gguf, quantize_gguf
 from llm_nb.model import build_tiny_model, load_tokenizer
 from llm_nb.env import cuda_available
 from llm_nb.serve import (Server, free_port, llama_server_bin, llama_server_cmd, llama_cpp_python_cmd, vllm_cmd,

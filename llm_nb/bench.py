@@ -13,7 +13,7 @@ from .run import json_safe, save_figure, timed_stage
 from .serve import served_files
 from .model import load_tokenizer
 from .records import BadRecord, tool_call
-from .evaluate import tool_call_match
+from .eval_tasks import tool_call_match
 from .load import jsonl_prompts, n_tokens, random_prompts, run_load, text_prompts
 from .load_metrics import bench_metrics, failure_line, plot_bench
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_metadata, gguf_tokenizer_fields,
                              mask_check, missing_targets, tiny_family_model, vocab_file)
-from .export import GGUFModel, convert_to_gguf, gguf_logits, merge_adapter, parity, quantize_gguf
+from .export import GGUFModel, merge_adapter, parity
+from .gguf import convert_to_gguf, gguf_logits, quantize_gguf
 from .serve import LLAMA_REASONING_FORMAT, Server, free_port, llama_server_bin, vllm_python, why_failed
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
 from .bench import answer_scores, ask_chat

@@ -11,7 +11,8 @@ from .env import cache_dir, cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .model import base_model_path, final_adapter, whole_modules
-from .export import SPLIT_DIR, llama_threads, llama_tool
+from .export import SPLIT_DIR
+from .gguf import llama_threads, llama_tool
 from .chat import shipped_name, unbind
 from .families import FAMILIES
 
@@ -269,7 +270,7 @@ def lora_rank(folder:Path, # a LoRA adapter folder
     if whole := whole_modules(folder):  # vLLM's PEFTHelper refuses them
         raise ConfigError(f"{where}: the adapter in {folder} trains whole modules ({', '.join(whole)}, "
                           f"lora.modules_to_save), which vLLM cannot serve as a LoRA: serve its merge, or the halves "
-                          f"`split_adapter` (llm_nb.export) makes of it")
+                          f"`split_adapter` (llm_nb.gguf) makes of it")
     return json.loads(conf.read_text())["r"]
 
 def lora_gguf_skipped(run) -> str|None: # the `Run` holding the export stage's manifest entry

@@ -137,7 +137,7 @@ def test_merged_model_stops_at_the_end_of_an_answer(chat_run):
 def test_gguf_tokenizes_a_conversation_as_training_did(chat_run, tmp_path):
     "llama.cpp reads the merged model's GGUF vocabulary and gets the training ids of a rendered conversation."
     from llama_cpp import Llama
-    from llm_nb.export import convert_to_gguf
+    from llm_nb.gguf import convert_to_gguf
     merged = chat_run.dir/"export"/"merged"
     tok = load_tokenizer(str(merged))
     chat = [{"role": "system", "content": "简洁回答"}, {"role": "user", "content": "手机怎么样？ The phone"},

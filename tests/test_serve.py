@@ -178,7 +178,7 @@ def test_bench_cli_asks_the_server_for_its_model(exported_run, tmp_path):
 
 def test_export_writes_the_adapter_as_a_gguf_lora(exported_run):
     "An adapter of low-rank pairs only is also a GGUF LoRA; llama.cpp's base + LoRA gives the merged model."
-    from llm_nb.export import LORA_KLD_LIMIT
+    from llm_nb.gguf import LORA_KLD_LIMIT
     c = exported_run.manifest()["stages"]["export"]["counts"]["lora_gguf"]
     out = exported_run.dir/"export"
     assert (out/c["file"]).stat().st_size == c["bytes"] and (out/c["base_file"]).exists(), c
