@@ -24,6 +24,9 @@ the Qwen3 MoE's reasoning apart in 5 of 10 answers — the model's doing, not vL
 reasoning in transformers as badly (`generate` on the merged folder), so `REASONING_STEPS` is now 60; then
 `--families qwen3-moe,qwen3`, 281 s: 8 of 8 met, both 10/10 apart, Qwen's tags one token each (`Family.names`).
 Exact match (information, no target): 10 % to 40 %, the MoE 0 %.
+Measured again 2026-12-06 after the notebook splits (quiet machine): all six, 481 s: 19 of 19 met, vLLM starting in
+43-60 s per family; vLLM's `/tokenize` gave the token counts the matrix's renderer check gives in CI (Llama 3 73 and
+255 with tools, Qwen2.5 43/228, Qwen3 and its MoE 47/227, Phi-3.5 67, Gemma 4 50/125).
 
     python bench/family_vllm.py [--families llama-3,qwen3] [--out DIR] [--smoke]
 """
@@ -73,7 +76,7 @@ def family_vllm(name:str, out:Path) -> dict:
     served, asked, started, cmd = vllm_served(merged, out/f"{name}-vllm.log", held_out_questions())
     try: equal, where = True, served_prompt_check(tok, served["plain"])
     except ValueError as e: equal, where = False, str(e)
-    try: tools = "✅ " + tools_served_check(tok, served["tools"])
+    try: tools = "✅ " + tools_served_check(tok, served["tools"], "vLLM")
     except NotApplicable as e: tools = f"➖ {e}"
     except ValueError as e: tools = f"❌ {e}"
     try: reasoning = "✅ " + reasoning_apart(vllm_served(reasoning_model(name, folder, out/f"{name}-reasoning"),

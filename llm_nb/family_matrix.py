@@ -176,13 +176,14 @@ def served_prompt_check(tok, # the family's tokenizer, with its template
     return f"{len(served)} tokens equal"
 
 def tools_served_check(tok, # the family's tokenizer, with its template
-                       served:list[int]|Exception # the tokens llama-server sends for `TOOL_CHAT`'s last answer
+                       served:list[int]|Exception, # the tokens the server sends for `TOOL_CHAT`'s last answer
+                       server:str="llama-server" # the server's name, as the reason names it
                       ) -> str:
     "What the tools-served stage shows; `NotApplicable` where the template writes no tools (training refuses them)."
     if writes_tools(tok): return served_prompt_check(tok, served, TOOL_CHAT, TOOLS)
     kept = isinstance(served, list) and TOOL_CHAT[3]["content"] in tok.decode(served)
     raise NotApplicable("n/a: its template writes no tools, so training refuses them" +
-                        ("" if kept else "; llama-server's prompt drops the tool's result"))
+                        ("" if kept else f"; {server}'s prompt drops the tool's result"))
 
 def _parity(model, tok, gguf_file:Path, prompts:list, stops:set) -> str:
     "Export's parity of the f16 GGUF against the HF model on `prompts`; a `ValueError` when a parting is no near-tie."
