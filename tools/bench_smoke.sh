@@ -46,12 +46,13 @@ else logs=$(mktemp -d); trap 'rm -rf "$logs"' EXIT; fi
 
 declare -A name_of=() start_of=()  # pid -> bench, its start (s)
 passed=0 failed=0 t0=$(date +%s)
+failed_names=()  # listed again at the end with their output's last lines, where a CI log's tail shows them
 
 finish() { # pid, exit status: the bench's line (and its output's tail when it failed)
   local pid=$1 rc=$2 f=${name_of[$1]} secs=$(( $(date +%s) - ${start_of[$1]} ))
   if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); echo "ok: $f in ${secs}s"
   else
-    failed=$((failed + 1))
+    failed=$((failed + 1)); failed_names+=("$f")
     local why="exit $rc"
     [ "$rc" -eq 124 ] && why="exit 124: timed out after ${timeout_s}s"
     [ "$rc" -eq 137 ] && why="exit 137: killed, 15s after its timeout of ${timeout_s}s"
@@ -74,4 +75,11 @@ while [ "${#name_of[@]}" -gt 0 ]; do
   finish "$done_pid" "$rc"
 done
 echo "bench smoke: $passed ok, $failed failed, in $(( $(date +%s) - t0 ))s ($jobs at a time)"
+if [ "$failed" -gt 0 ]; then
+  echo "bench smoke failed:"
+  for f in "${failed_names[@]}"; do
+    echo "  $f, the last 12 lines of its output:"
+    tail -n 12 "$logs/$(basename "$f" .py).log" | cut -c1-240 | sed 's/^/    /'
+  done
+fi
 [ "$failed" -eq 0 ]

@@ -106,7 +106,8 @@ phase "pytest"
 
 # every bench once at its smallest scale, so that none can rot (after pytest: DeepSpeed's CPU ops are built by then,
 # and clean_slurm uses the Slurm started above); their targets are judged at full scale only
-check "benches ran at a tiny scale (tools/bench_smoke.sh)" bash tools/bench_smoke.sh
+smoke_log=$(mktemp)  # its failures' last lines are shown again at the end
+check "benches ran at a tiny scale (tools/bench_smoke.sh)" bash -o pipefail -c 'bash tools/bench_smoke.sh | tee "$0"' "$smoke_log"
 phase "bench smoke"
 [ "$slurm_was_up" = 1 ] || bash tools/slurm_local.sh stop >/dev/null
 
@@ -129,6 +130,7 @@ if [ "$failed" -gt 0 ]; then  # again at the end, where a CI log's tail shows it
   grep -h '^FAILED' "$py_log" "$check_log" 2>/dev/null | sed 's/^/  /'
   awk '/nbdev Tests Failed On The Following Notebooks/{f=1;next} f && /\.ipynb/' "$nb_log" | sed 's/^/  nbdev_test: /'
   grep -A 20 '^FAILED: .* in a real kernel' "$kernel_log" | cut -c1-300 | sed 's/^/  /'
+  sed -n '/^bench smoke failed:/,$p' "$smoke_log" | head -n 40 | sed 's/^/  /'
 fi
 echo "test: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
