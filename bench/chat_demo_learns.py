@@ -58,7 +58,8 @@ def main():
     hf_logging.set_verbosity_error()
     from llm_nb.chat import stop_ids
     from llm_nb.config import load_config
-    from llm_nb.model import base_model_path, load_model
+    from llm_nb.model import load_model
+    from llm_nb.artifacts import base_model_path
     from llm_nb.testing import run_until
     from llm_nb.train import build_trainer
     ov = {"train.resume": "no", "train.save_steps": 0, "train.eval_steps": 0}

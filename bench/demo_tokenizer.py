@@ -100,7 +100,8 @@ def step_seconds(run_dir:Path, whole:bool, repeats:int) -> float:
     "Median seconds of one LoRA training step on the run's base (demo batch and length), the embeddings and head trained whole or not."
     import torch
     from llm_nb.config import load_config
-    from llm_nb.model import add_lora, base_model_path, load_model
+    from llm_nb.model import add_lora, load_model
+    from llm_nb.artifacts import base_model_path
     from llm_nb.run import Run
     run = Run(run_dir, load_config(run_dir/"config.yaml"))
     cfg = load_config(run.cfg.model_dump(), **{"lora.modules_to_save": run.cfg.lora.modules_to_save if whole else []})

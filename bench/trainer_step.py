@@ -88,7 +88,8 @@ def run_sft(cfg, run, out, keep):
     from trl import SFTConfig, SFTTrainer
     from llm_nb.train import build_trainer
     from transformers import set_seed
-    from llm_nb.model import add_lora, base_model_path, load_model
+    from llm_nb.model import add_lora, load_model
+    from llm_nb.artifacts import base_model_path
     g = build_trainer(cfg, run, out)
     cb = timer_callback()
     assert isinstance(g.args, SFTConfig) and g.args.dataset_kwargs == {"skip_prepare_dataset": True}  # the stage's

@@ -14,7 +14,8 @@ from .env import env_report, nvml_devices, recommend
 from .run import Run, RunError, run_folder
 from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
-from .model import base_model_path, load_tokenizer
+from .model import load_tokenizer
+from .artifacts import base_model_path
 from .chat import end_of_turn
 from .serve import (LLAMA_REASONING_FORMAT, VLLM_PARSER_TABLES, parser_flags, served_parsers, vllm_package,
                           vllm_parser_names)

@@ -11,7 +11,8 @@ from .config import ConfigError
 from .env import cuda_available, peft_quietly
 from .run import Stage, save_figure, show_scores, show_table
 from .track import log_scores
-from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer
+from .model import load_model, load_tokenizer
+from .artifacts import ADAPTERS, base_model_path, final_adapter
 from .tokenize import EXAMPLE_COLUMNS, collate_samples
 from .chat import chat_template
 from .stats import paired_bootstrap, verdict

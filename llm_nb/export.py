@@ -12,20 +12,22 @@ from .eval_tasks import MAX_GEN_TOKS
 from .eval_harness import LogitsLM, lm_eval_scores, log_softmax
 from .gguf import (IMATRIX_CTX, LORA_KLD_LIMIT, calibration_text, check_lora_applied, compare_logits,
                          compute_imatrix, convert_lora_to_gguf, convert_to_gguf, gguf_block_logits, gguf_logits,
-                         held_out_blocks, hf_block_logits, is_kquant, kquant_warnings, llama_threads, quality_markdown,
-                         plot_quality, quantize_gguf, split_adapter, verify_gguf)
+                         held_out_blocks, hf_block_logits, is_kquant, kquant_warnings, quality_markdown, plot_quality,
+                         quantize_gguf, split_adapter, verify_gguf)
+from .llama_cpp import llama_threads
 from .run import Stage, show_scores, show_table
-from .model import ADAPTERS, base_model_path, final_adapter, load_model, load_tokenizer, save_tokenizer, whole_modules
+from .model import load_model, load_tokenizer, save_tokenizer
+from .artifacts import ADAPTERS, PARITY_JSON, SPLIT_DIR, base_model_path, final_adapter, whole_modules
 from .track import log_scores
 from .env import llama_cpp_src, peft_quietly
 from .chat import chat_stops
 from .config import ExportCfg
 
 # %% auto #0
-__all__ = ['PARITY_FLOOR', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'SPLIT_DIR', 'PARITY_JSON', 'EXPORT', 'merge_adapter',
-           'parting_margins', 'judge_parting', 'difference_words', 'parity_verdict', 'parity_row', 'parting', 'parity',
-           'check_parity', 'parity_markdown', 'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf',
-           'parity_prompts', 'answer_logprobs', 'model_forms', 'export_parity', 'run_export']
+__all__ = ['PARITY_FLOOR', 'GGUF_EVAL_CTX', 'QUALITY_FIELDS', 'EXPORT', 'merge_adapter', 'parting_margins', 'judge_parting',
+           'difference_words', 'parity_verdict', 'parity_row', 'parting', 'parity', 'check_parity', 'parity_markdown',
+           'GGUFModel', 'gguf_lm_eval', 'lm_eval_side_by_side', 'lora_gguf', 'parity_prompts', 'answer_logprobs',
+           'model_forms', 'export_parity', 'run_export']
 
 # %% ../nbs/40_export.ipynb #bd28cf6e
 def merge_adapter(base:str, # the base model: hub id or folder
@@ -262,8 +264,6 @@ def _local_folder(model:str) -> Path|None:
     try: return Path(snapshot_download(model, local_files_only=True))
     except Exception: return None
 
-SPLIT_DIR = "adapter-split"  # in the export folder: `split_adapter`'s two halves of an adapter with whole modules
-
 def lora_gguf(base:str, # the base model: its folder (or a hub id already in the cache)
               adapter:Path, # the run's adapter
               merged:Path, # the merged checkpoint: what base + GGUF LoRA must give
@@ -355,9 +355,6 @@ def model_forms(base:str, # the base model's folder
         for llm in llms.values(): llm.close()
 
 # %% ../nbs/40_export.ipynb #d98ab88b
-# in the export folder: the table, the prompts, the reference's answers (serve_bench reads it)
-PARITY_JSON = "parity.json"
-
 def export_parity(cfg, # the run's config (`export.parity_prompts`, `export.parity_floor`)
                   run, # the run
                   base:str, # the base model's folder

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 from .eval_harness import log_softmax
 from .run import save_figure
-from .model import whole_modules
+from .artifacts import whole_modules
 from .env import LLAMA_CPP_VERSION, cache_dir, llama_cpp_src
+from .llama_cpp import llama_threads, llama_tool, run_tool
 
 # %% auto #0
 __all__ = ['CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT',
-           'PEFT_PREFIX', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'llama_threads', 'quantize_gguf',
-           'is_kquant', 'kquant_warnings', 'llama_tool', 'run_tool', 'calibration_text', 'compute_imatrix',
-           'next_token_stats', 'held_out_blocks', 'gguf_logits', 'hf_block_logits', 'gguf_block_logits',
-           'compare_logits', 'verify_gguf', 'quality_markdown', 'plot_quality', 'convert_lora_to_gguf',
-           'check_lora_applied', 'split_adapter']
+           'PEFT_PREFIX', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'is_kquant',
+           'kquant_warnings', 'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks',
+           'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown',
+           'plot_quality', 'convert_lora_to_gguf', 'check_lora_applied', 'split_adapter']
 
 # %% ../nbs/40a_gguf.ipynb #f10a98fe
 CONVERT_ERR_TAIL = 3000  # characters of the converter's stderr shown when it fails
@@ -54,12 +54,6 @@ def bits_per_weight(nbytes:int, # size of the file(s)
     return round(nbytes * 8 / n_params, 2)
 
 # %% ../nbs/40a_gguf.ipynb #b1d57be8
-def llama_threads(threads:int=0 # threads asked for; 0 = the default
-                 ) -> int:
-    "Threads for llama.cpp (one token and a batch alike): `threads`, else `$OMP_NUM_THREADS`, else every core."
-    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    return threads or (int(omp) if omp.isdigit() else 0) or os.cpu_count() or 1
-
 QUANT_FTYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0",
                 "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M", "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
                 "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K"}  # config name -> llama_cpp ftype constant
@@ -100,29 +94,6 @@ def kquant_warnings(config:dict, # the model's config.json
     if not any(map(is_kquant, quants)): return []
     return [f"{k}={config[k]} is not a multiple of {KQUANT_BLOCK}: k-quants fall back to another type for those tensors"
             for k in ("hidden_size", "intermediate_size") if k in config and config[k] % KQUANT_BLOCK]
-
-# %% ../nbs/40a_gguf.ipynb #8171f55d
-def llama_tool(name:str, # a llama.cpp program: llama-server, llama-imatrix, llama-quantize
-               configured:str="" # its path, overriding the cached build
-              ) -> Path:
-    "A llama.cpp program: `configured`, or the one `tools/build_llama_server.sh` built from the pinned source."
-    if configured: p = Path(configured).expanduser()
-    else:
-        hits = sorted((cache_dir()/"bin").glob(f"llama-server-{LLAMA_CPP_VERSION}-*/{name}"))
-        p = hits[-1] if hits else cache_dir()/"bin"/f"llama-server-{LLAMA_CPP_VERSION}-<flags>"/name
-    if not p.is_file():
-        raise FileNotFoundError(f"no {name} at {p}: run `bash tools/build_llama_server.sh` (tools/install.sh does)")
-    return p
-
-def run_tool(cmd:list, # the program and its arguments
-             verbose:bool=False # show its output (a line per tensor) instead of keeping it for an error
-            ) -> None:
-    "Run a llama.cpp program; a RuntimeError with the last lines of its output when it fails."
-    r = subprocess.run([str(c) for c in cmd], stdout=None if verbose else subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, errors="replace")
-    if r.returncode:
-        tail = "\n".join((r.stdout or "").splitlines()[-15:])
-        raise RuntimeError(f"{Path(cmd[0]).name} failed with {r.returncode}: {' '.join(map(str, cmd[1:]))}\n{tail}")
 
 # %% ../nbs/40a_gguf.ipynb #a25cbc41
 IMATRIX_CTX = 512  # tokens per calibration chunk (llama-imatrix's default), at most the model's context

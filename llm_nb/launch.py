@@ -10,7 +10,8 @@ from pathlib import Path
 from .config import Config, ConfigError, load_config
 from .run import Run, run_folder
 from .deepspeed_config import batch_plan
-from .model import base_model_path, launch_memory
+from .model import launch_memory
+from .artifacts import base_model_path
 
 # %% auto #0
 __all__ = ['TRAIN_MODULE', 'NCCL_LINES', 'train_args', 'check_world', 'torchrun_argv', 'deepspeed_argv', 'accelerate_config',

@@ -18,12 +18,11 @@ from .records import decode_turns
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TOOL_TOKENS', 'TINY_CHAT_TEMPLATE', 'SPECIAL_IDS', 'LLAMA_TOKENIZER_CONFIG', 'META_PIECES',
            'SP_OPTIONS', 'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES',
-           'GIB', 'MODEL', 'ADAPTERS', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes',
-           'build_tiny_model', 'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
-           'lora_settings', 'preset_table', 'add_lora', 'whole_modules', 'lora_counts', 'lora_line',
-           'model_state_bytes', 'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes',
-           'estimate_memory', 'sharding_as_zero', 'launch_memory', 'local_model', 'run_model', 'base_model_path',
-           'final_adapter']
+           'GIB', 'MODEL', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes', 'build_tiny_model',
+           'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings',
+           'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
+           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'sharding_as_zero',
+           'launch_memory', 'local_model', 'run_model']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -318,12 +317,6 @@ def add_lora(model, # a causal LM
     except ValueError as e:  # peft: "Target modules {...} not found in the base model"
         raise ConfigError(f"lora.target_modules={s['target_modules']}: {str(e).splitlines()[0]}") from None
 
-# %% ../nbs/20_model.ipynb #af067195
-def whole_modules(adapter:Path # a saved PEFT adapter folder
-                 ) -> list[str]:
-    "The modules `adapter` holds whole beside its low-rank pairs (peft's `modules_to_save`), `[]` for a pure LoRA."
-    return json.loads((Path(adapter)/"adapter_config.json").read_text()).get("modules_to_save") or []
-
 # %% ../nbs/20_model.ipynb #c7e1a020
 def lora_counts(conf, # the base model's `PretrainedConfig`
                 lcfg, # `Config.lora`
@@ -551,14 +544,3 @@ def run_model(cfg, run) -> dict:
                result={k: info[k] for k in extra[1:] if k in info})
     return info
 
-def base_model_path(run:Run # a run whose model stage ran
-                   ) -> str:
-    "The base model the model stage chose: a folder (`{run}` filled in) or a hub id, from `model/model.json`."
-    return str(expand(read_json(run.input("model/model.json"))["path"], run.dir))
-
-# %% ../nbs/20_model.ipynb #9566bc8c
-ADAPTERS = ("train/adapter", "preference/adapter")  # where the train and the preference stage write theirs
-
-def final_adapter(cfg) -> str: # the run's `Config` (`preference.method`)
-    "The run's adapter, relative to its folder: the preference stage's when the config turns it on, else train's."
-    return ADAPTERS[cfg.preference.method != "off"]

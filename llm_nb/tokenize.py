@@ -15,7 +15,8 @@ from .env import resolve_loading
 from .records import THINK, TURN_MARK, decode_turns, pair_of, stored_chat
 from .chat import chat_template, fit_turns, render_chats
 from .run import Stage, save_figure, sha256_file
-from .model import base_model_path, load_tokenizer
+from .model import load_tokenizer
+from .artifacts import base_model_path
 
 # %% auto #0
 __all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',

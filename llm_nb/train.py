@@ -15,7 +15,8 @@ from .config import ConfigError
 from .run import Stage, is_main_process
 from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wandb_summary
 from .deepspeed_config import batch_plan, clear_stale_locks, deepspeed_config, world_size
-from .model import add_lora, base_model_path, count_params, load_model, load_tokenizer
+from .model import add_lora, count_params, load_model, load_tokenizer
+from .artifacts import base_model_path
 from .env import env_report, resolve_loading
 from .tokenize import collate_samples, grouped_padding, set_padding_side
 

@@ -119,7 +119,7 @@ def test_merged_model_stops_at_the_end_of_an_answer(chat_run):
     from transformers import GenerationConfig
     from llm_nb.doctor import check_eos
     from llm_nb.export import merge_adapter
-    from llm_nb.model import base_model_path
+    from llm_nb.artifacts import base_model_path
     adapter = chat_run.dir/"train"/"adapter"
     assert (adapter/"tokenizer_config.json").exists(), "train saves the tokenizer (and its template) with the adapter"
     assert check_eos(chat_run.cfg).status == "ok", check_eos(chat_run.cfg)

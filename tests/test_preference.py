@@ -110,7 +110,8 @@ def test_dpo_under_deepspeed_zero2_on_two_ranks_saves_the_adapter_it_scored(prep
     import socket, torch
     from llm_nb.preference import answer_ids, answer_logps, read_pairs
     from peft import PeftModel
-    from llm_nb.model import load_model, base_model_path
+    from llm_nb.model import load_model
+    from llm_nb.artifacts import base_model_path
     shutil.copytree(prepared.dir, tmp_path/"z2")
     cfg = load_config(prepared.cfg.model_dump(), **{"run.root": str(tmp_path), "run.name": "z2", "deepspeed.stage": 2,
                                                     "preference.max_steps": 4, "preference.save_steps": 0,

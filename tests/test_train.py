@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest, torch
 from datasets import load_from_disk
 from llm_nb.config import load_config, to_yaml
-from llm_nb.model import base_model_path
+from llm_nb.artifacts import base_model_path
 from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER

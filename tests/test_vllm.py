@@ -3,7 +3,7 @@ import json, os, subprocess, time
 import httpx, pytest
 from llm_nb.bench import run_bench
 from llm_nb.config import load_config
-from llm_nb.model import base_model_path
+from llm_nb.artifacts import base_model_path
 from llm_nb.monitor import watch_server
 from llm_nb.serve import serve_exported, vllm_python
 from llm_nb.testing import random_adapter
