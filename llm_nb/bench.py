@@ -14,7 +14,7 @@ from .serve import served_files
 from .model import load_tokenizer
 from .records import BadRecord, tool_call
 from .eval_tasks import tool_call_match
-from .load import jsonl_prompts, n_tokens, random_prompts, run_load, text_prompts
+from .load import jsonl_prompts, n_tokens, random_prompts, send_load, text_prompts
 from .load_metrics import bench_metrics, failure_line, plot_bench
 
 # %% auto #0
@@ -156,7 +156,7 @@ def benchmark(base_url:str, # the server, e.g. http://127.0.0.1:8080
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     prompts = load_prompts(bc, tokenizer, texts)
-    results, duration, series = run_load(base_url, prompts, bc, headers, model, progress)
+    results, duration, series = send_load(base_url, prompts, bc, headers, model, progress)
     m = bench_metrics(results, duration, lambda text: n_tokens(tokenizer, text), tuple(bc.percentiles), bc.goodput)
     m["server_metrics"], m["failure"] = metrics_summary(series), failure_line(results)
     _write_results(out/"results.json", bc, m, series, results)

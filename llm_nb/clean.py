@@ -20,7 +20,7 @@ from .clean_passes import (connect, duckdb_spilled_bytes, exact_dedup, judge_per
 # %% auto #0
 __all__ = ['LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS',
            'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES', 'words_of',
-           'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'run_eval_grams', 'write_outputs',
+           'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'evaluation_grams', 'write_outputs',
            'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #f11a1f68
@@ -202,7 +202,7 @@ CLEAN = Stage("clean", reads=("ingest/parts",), writes=[f"clean/{f}" for f in OU
 # its runner picks the engine (`clean_datatrove`)
 
 # %% ../nbs/12_clean.ipynb #cs000001
-def run_eval_grams(cfg, # the run's `Config`
+def evaluation_grams(cfg, # the run's `Config`
                    run # the run its paths are in
                   ) -> EvalGrams|None:
     "The n-grams of the run's evaluation files (None: there are none); a file of `clean.decontaminate` must exist."
@@ -326,7 +326,7 @@ def clean_duckdb(cfg, # the run's config (`cfg.clean` for this stage)
                 ) -> tuple[dict, int, str]:
     "The stage in this process, on DuckDB: (stats, bytes spilled, DuckDB's memory_limit); `record_clean` records it."
     cc = cfg.clean
-    con, words, eg = connect(cc, run), sensitive_words(cc, run), run_eval_grams(cfg, run)
+    con, words, eg = connect(cc, run), sensitive_words(cc, run), evaluation_grams(cfg, run)
     per_text = judge_per_text(cc, words)
     make_scored(con, cc, words, str(run.input("ingest/parts")/"*.parquet"), per_text)
     judge_texts(con, cc, eg)  # language and decontamination, once per distinct text

@@ -15,13 +15,13 @@ from .clean_text import sensitive_words, sql_str
 from .clean_match import judge_texts
 from .clean_passes import (connect_at, exact_dedup, near_decide, near_dedup_pass, make_near_bands,
                                  make_near_pairs, make_near_rows, deduped_view, scored_sql, duckdb_spilled_bytes)
-from .clean import CLEAN, clean_duckdb, record_clean, duckdb_memory_limit, write_outputs, run_eval_grams
+from .clean import CLEAN, clean_duckdb, record_clean, duckdb_memory_limit, write_outputs, evaluation_grams
 
 # %% auto #0
 __all__ = ['MASK64', 'HALVES', 'HASHED_TABLES', 'NEAR_TABLES', 'CANDIDATES', 'NODE_ECHO', 'STEP_DATA', 'CleanJob', 'make_job',
            'task_con', 'shard_rows', 'score_shard', 'number_rows', 'sign_batches', 'verify_pairs', 'decide',
-           'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'run_local', 'slurm_answers', 'mem_per_cpu_gb',
-           'slurm_steps_class', 'slurm_executors', 'wait_slurm', 'run_slurm', 'clean_datatrove', 'run_clean']
+           'clean_twin', 'output_diff', 'CleanStep', 'job_steps', 'clean_here', 'slurm_answers', 'mem_per_cpu_gb',
+           'slurm_steps_class', 'slurm_executors', 'wait_slurm', 'clean_on_slurm', 'clean_datatrove', 'run_clean']
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000007
 @dataclass
@@ -51,7 +51,7 @@ def make_job(cfg, # the run's config
     cc = cfg.clean
     return CleanJob(cc, cfg.run.seed, sensitive_words(cc, run), str(run.input("ingest/parts")/"*.parquet"),
                     run.stage_dir("clean"), run.dir/"clean"/"datatrove", run.path(cc.temp_dir), cc.executor, cc.tasks,
-                    run_eval_grams(cfg, run))
+                    evaluation_grams(cfg, run))
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000010
 def task_con(job:CleanJob, name:str) -> duckdb.DuckDBPyConnection:
@@ -242,7 +242,7 @@ def _logging_dir(job:CleanJob, name:str) -> str:
     return str(job.work/"logs"/name)
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000040
-def run_local(job:CleanJob):
+def clean_here(job:CleanJob):
     "Every step on this machine, `LocalPipelineExecutor` processes; fails naming the step that did not complete."
     from datatrove.executor import LocalPipelineExecutor
     for fn, n in job_steps(job):
@@ -329,7 +329,7 @@ def wait_slurm(exs:list, names:list[str], poll:float=1.0):
         time.sleep(poll)
 
 # %% ../nbs/13_clean_datatrove.ipynb #dt000049
-def run_slurm(job:CleanJob, scfg, name:str):
+def clean_on_slurm(job:CleanJob, scfg, name:str):
     "Every step as Slurm jobs (`slurm_executors`); waits for them; fails naming the step that did not complete."
     exs = slurm_executors(job, scfg, name)
     exs[-1].run()
@@ -348,8 +348,8 @@ def clean_datatrove(cfg, # the run's config (`clean.engine: datatrove`)
     "The stage as datatrove steps on `clean.executor`: (stats, bytes all tasks spilled, DuckDB's memory_limit)."
     job = make_job(cfg, run)
     shutil.rmtree(job.work, ignore_errors=True)
-    if job.executor == "slurm": run_slurm(job, cfg.launch.slurm, f"{cfg.launch.slurm.job_name}-clean-{run.dir.name}")
-    else: run_local(job)
+    if job.executor == "slurm": clean_on_slurm(job, cfg.launch.slurm, f"{cfg.launch.slurm.job_name}-clean-{run.dir.name}")
+    else: clean_here(job)
     results = {p.stem: json.loads(p.read_text()) for p in (job.work/"results").glob("*.json")}
     for name in STEP_DATA:
         p = job.work/name

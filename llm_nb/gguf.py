@@ -11,11 +11,11 @@ from .eval_harness import log_softmax
 from .run import save_figure
 from .artifacts import whole_modules
 from .env import LLAMA_CPP_VERSION, cache_dir, llama_cpp_src
-from .llama_cpp import llama_threads, llama_tool, run_tool
+from .llama_cpp import llama_threads, llama_tool, call_tool
 
 # %% auto #0
 __all__ = ['CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'QUALITY_DPI', 'TOP1_AXIS_FLOOR', 'LORA_KLD_LIMIT',
-           'PEFT_PREFIX', 'run_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'is_kquant',
+           'PEFT_PREFIX', 'call_converter', 'convert_to_gguf', 'bits_per_weight', 'quantize_gguf', 'is_kquant',
            'kquant_warnings', 'calibration_text', 'compute_imatrix', 'next_token_stats', 'held_out_blocks',
            'gguf_logits', 'hf_block_logits', 'gguf_block_logits', 'compare_logits', 'verify_gguf', 'quality_markdown',
            'plot_quality', 'convert_lora_to_gguf', 'check_lora_applied', 'split_adapter']
@@ -23,7 +23,7 @@ __all__ = ['CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'Q
 # %% ../nbs/40a_gguf.ipynb #f10a98fe
 CONVERT_ERR_TAIL = 3000  # characters of the converter's stderr shown when it fails
 
-def run_converter(script:str, # the converter in the llama.cpp source: convert_hf_to_gguf.py, convert_lora_to_gguf.py
+def call_converter(script:str, # the converter in the llama.cpp source: convert_hf_to_gguf.py, convert_lora_to_gguf.py
                   args:list[str], # its arguments
                   out_file:Path, # the file it must write
                   src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
@@ -43,7 +43,7 @@ def convert_to_gguf(model_dir:Path, # a transformers checkpoint (e.g. the merged
                     src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
                    ) -> Path:
     "Run llama.cpp's `convert_hf_to_gguf.py` (with its bundled gguf-py) on a transformers checkpoint."
-    return run_converter("convert_hf_to_gguf.py", [str(model_dir), "--outfile", str(out_file), "--outtype", outtype],
+    return call_converter("convert_hf_to_gguf.py", [str(model_dir), "--outfile", str(out_file), "--outtype", outtype],
                          out_file, src)
 
 # %% ../nbs/40a_gguf.ipynb #edd57fbf
@@ -67,7 +67,7 @@ def quantize_gguf(src_file:Path, # the GGUF to quantize (the converter's f16/bf1
                  ) -> Path:
     "Quantize a GGUF file with llama.cpp's `llama_model_quantize` (with an importance matrix: its `llama-quantize`)."
     if imatrix:  # the binding's `imatrix` field is a pointer to a C++ map: llama-quantize reads the file itself
-        run_tool([llama_tool("llama-quantize"), "--imatrix", imatrix, src_file, out_file, quant.upper(),
+        call_tool([llama_tool("llama-quantize"), "--imatrix", imatrix, src_file, out_file, quant.upper(),
                   llama_threads(threads)], verbose)
         return out_file
     import logging, llama_cpp
@@ -124,7 +124,7 @@ def compute_imatrix(gguf:Path, # the model to calibrate: the unquantized file of
                     verbose:bool=False # show llama-imatrix's output
                    ) -> Path:
     "llama-imatrix over `text` with the model in `gguf`: how much each matrix's columns matter, for `quantize_gguf`."
-    run_tool([llama_tool("llama-imatrix"), "-m", gguf, "-f", text, "-o", out_file, "-c", ctx, "--chunks", chunks,
+    call_tool([llama_tool("llama-imatrix"), "-m", gguf, "-f", text, "-o", out_file, "-c", ctx, "--chunks", chunks,
               "-t", llama_threads(threads), "--parse-special", "--no-ppl"], verbose)
     return out_file
 
@@ -272,7 +272,7 @@ def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train s
                          "low-rank pairs, so llama.cpp would serve the adapter without them: "
                          "`split_adapter` moves them into a copy of the base (the export stage does), "
                          "or serve the merged model")
-    return run_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
+    return call_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
                                                       "--outtype", outtype], out_file, src)
 
 # %% ../nbs/40a_gguf.ipynb #8aede355

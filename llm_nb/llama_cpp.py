@@ -9,7 +9,7 @@ from pathlib import Path
 from .env import LLAMA_CPP_VERSION, cache_dir
 
 # %% auto #0
-__all__ = ['llama_threads', 'llama_tool', 'run_tool', 'llama_server_bin']
+__all__ = ['llama_threads', 'llama_tool', 'call_tool', 'llama_server_bin']
 
 # %% ../nbs/01a_llama_cpp.ipynb #3e95b571
 def llama_threads(threads:int=0 # threads asked for; 0 = the default
@@ -32,7 +32,7 @@ def llama_tool(name:str, # a llama.cpp program: llama-server, llama-imatrix, lla
         raise FileNotFoundError(f"no {name} at {p}: run `bash tools/build_llama_server.sh` (tools/install.sh does)")
     return p
 
-def run_tool(cmd:list, # the program and its arguments
+def call_tool(cmd:list, # the program and its arguments
              verbose:bool=False # show its output (a line per tensor) instead of keeping it for an error
             ) -> None:
     "Run a llama.cpp program; a RuntimeError with the last lines of its output when it fails."

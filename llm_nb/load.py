@@ -10,12 +10,12 @@ import httpx
 import numpy as np
 
 # %% auto #0
-__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'run_coro', 'request_body', 'stream_request', 'n_tokens',
+__all__ = ['ENDPOINTS', 'SCRAPED', 'MIN_SCRAPE_TIMEOUT', 'coro_result', 'request_body', 'stream_request', 'n_tokens',
            'random_prompts', 'text_prompts', 'jsonl_prompts', 'request_rates', 'arrival_times', 'parse_prometheus',
-           'scrape_metrics', 'with_models', 'run_load']
+           'scrape_metrics', 'with_models', 'send_load']
 
 # %% ../nbs/41a_load.ipynb #069198d8
-def run_coro(coro):
+def coro_result(coro):
     "Run a coroutine to completion and return its result, also from inside a running event loop (a Jupyter kernel)."
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
@@ -310,7 +310,7 @@ async def _load(base_url:str, prompts:list[dict], bc, headers:dict, model:str, p
         r["prompt_len"] = p["prompt_len"]
     return results, duration, series
 
-def run_load(base_url:str, # the server, e.g. http://127.0.0.1:8080
+def send_load(base_url:str, # the server, e.g. http://127.0.0.1:8080
              prompts:list[dict], # {prompt, prompt_len} records
              bc, # a `BenchCfg`: endpoint, output_len, concurrency, arrivals, warm-up, timeout
              headers:dict|None=None, # e.g. the API key
@@ -319,4 +319,4 @@ def run_load(base_url:str, # the server, e.g. http://127.0.0.1:8080
             ) -> tuple[list[dict], float, list[dict]]:
     "Send `prompts` to `base_url` as `bc` (a `BenchCfg`) says: (per-request records, duration s, scraped metrics)."
     if not prompts: raise ValueError("no prompts to send")
-    return run_coro(_load(base_url, with_models(prompts, bc.models), bc, headers or {}, model, progress))
+    return coro_result(_load(base_url, with_models(prompts, bc.models), bc, headers or {}, model, progress))

@@ -118,7 +118,7 @@ def _fill_output_tokens(good:list[dict], count_tokens):
         if count_tokens is None: raise ValueError("the server sent no usage: pass count_tokens (the model's tokenizer)")
         r["output_tokens"] = count_tokens(r["text"])
 
-def bench_metrics(results:list[dict], # the records of `run_load`
+def bench_metrics(results:list[dict], # the records of `send_load`
                   duration:float, # the benchmark's duration (s)
                   count_tokens=None, # text -> output tokens, for answers without usage
                   percentiles=(90, 99), # reported besides mean and median
@@ -233,7 +233,7 @@ def _plot_gauges(ax, series:list[dict], results:list[dict]):
 FIG_SIZE = (11, 7)  # inches: two rows of two panels
 PLOT_DPI = 90  # keeps bench.png near 100 kB
 
-def plot_bench(results:list[dict], # the records of `run_load`
+def plot_bench(results:list[dict], # the records of `send_load`
                duration:float, # the benchmark's duration (s)
                series:list[dict], # the scraped /metrics samples
                path:Path, # the PNG to write
