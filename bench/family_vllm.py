@@ -42,7 +42,8 @@ from llm_nb.export import merge_adapter
 from llm_nb.families import FAMILIES, TOOL_CHAT, TOOLS, tiny_family_model
 from llm_nb.family_matrix import (CHAT, SPREAD, STOP_FLOOR, NotApplicable, held_out_questions, reasoning_apart,
                                   reasoning_model, served_prompt_check, tools_served_check, train_lora)
-from llm_nb.serve import Server, free_port, vllm_cmd, vllm_python, why_failed
+from llm_nb.serve import Server, vllm_cmd, vllm_python, why_failed
+from llm_nb.env import free_port
 
 VLLM_HEADS = dict(num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # vLLM's CPU attention: heads of 32 and up
 

@@ -50,7 +50,8 @@ from llm_nb.config import ServeCfg, TinyCfg
 from llm_nb.gguf import convert_to_gguf, quantize_gguf
 from llm_nb.model import build_tiny_model, load_tokenizer
 from llm_nb.env import cuda_available
-from llm_nb.serve import Server, free_port, llama_server_cmd, llama_cpp_python_cmd, vllm_cmd, vllm_python, ENGINES
+from llm_nb.serve import Server, llama_server_cmd, llama_cpp_python_cmd, vllm_cmd, vllm_python, ENGINES
+from llm_nb.env import free_port
 from llm_nb.llama_cpp import llama_server_bin
 from llm_nb.testing import FAKE_OPENAI_CMD
 

@@ -23,10 +23,11 @@ side"): step vs DDP 1.24x ZeRO-2, 3.04x ZeRO-3, 2.60x ZeRO-3 + offload, 1.85x FS
     python bench/zero_table.py [--steps 12] [--warmup 3] [--repeat 1] [--hidden 256] [--layers 4]
                                [--max-length 128] [--batch-size 4] [--smoke]
 """
-import argparse, json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import SMOKE_LINE, SMOKE_RUN, add_smoke_arg
+from llm_nb.env import free_port
 
 JOBS = {"DDP": {"deepspeed.stage": "off"},
         "ZeRO-2": {"deepspeed.stage": 2},
@@ -81,11 +82,6 @@ def child(cfg_path:str, out:str) -> int:
         load_checkpoint(tr, ck)
         rec["load_s"] = time.perf_counter() - t
     return code
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 def run_job(prepared, root:Path, name:str, overrides:dict, timeout:int) -> dict:
     "Copy the prepared run, write its config, run the 2-rank job; wall time, per-rank records, the train report."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_env.ipynb #7d64bae9
 from __future__ import annotations
-import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, sys, warnings
+import contextlib, functools, importlib.util, importlib.metadata, logging, os, platform, shutil, socket, sys, warnings
 import psutil
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ['NVML_READINGS', 'REPORTED_PACKAGES', 'BF16_CPUS', 'BAR_DELAY_S', 'CJK_FAMILIES', 'LLAMA_CPP_VERSION',
            'package_version', 'nvml_devices', 'gpu_readings', 'cuda_available', 'gpu_info', 'env_report', 'recommend',
            'resolve_loading', 'peft_quietly', 'DeepSpeedCpuNotice', 'delay_bars', 'cjk_font', 'cjk_fonts', 'cache_dir',
-           'llama_cpp_src', 'llama_models_dir']
+           'llama_cpp_src', 'llama_models_dir', 'free_port']
 
 # %% ../nbs/01_env.ipynb #ad09bf5c
 def package_version(pkg:str) -> str|None:
@@ -198,3 +198,10 @@ def llama_cpp_src(configured:str="") -> Path:
 def llama_models_dir() -> Path:
     "llama.cpp's `models/` folder: the families' vocabularies (`ggml-vocab-*.gguf`) and chat templates (`templates/`)."
     return llama_cpp_src()/"models"
+
+# %% ../nbs/01_env.ipynb #e5bac9b9
+def free_port(host:str="127.0.0.1") -> int:
+    "A TCP port that is free on `host` right now."
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

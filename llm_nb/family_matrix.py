@@ -11,7 +11,8 @@ from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_metada
                              mask_check, missing_targets, tiny_family_model, vocab_file)
 from .export import GGUFModel, merge_adapter, parity
 from .gguf import convert_to_gguf, gguf_logits, quantize_gguf
-from .serve import LLAMA_REASONING_FORMAT, Server, free_port, vllm_python, why_failed
+from .serve import LLAMA_REASONING_FORMAT, Server, vllm_python, why_failed
+from .env import free_port
 from .llama_cpp import llama_server_bin
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
 from .bench import answer_scores, ask_chat

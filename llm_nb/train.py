@@ -17,7 +17,7 @@ from .track import LiveDashboard, progress_bar_only, start_wandb, wandb_mode, wa
 from .deepspeed_config import batch_plan, clear_stale_locks, deepspeed_config, world_size
 from .model import add_lora, count_params, load_model, load_tokenizer
 from .artifacts import base_model_path
-from .env import env_report, resolve_loading
+from .env import env_report, free_port, resolve_loading
 from .tokenize import collate_samples, grouped_padding, set_padding_side
 
 # %% auto #0
@@ -246,8 +246,9 @@ class GuardedTrainer(NanGuard, SFTTrainer):
 def join_deepspeed(use_cpu:bool) -> None: # the run trains on CPU (gloo) rather than CUDA (NCCL)
     "Join (or, for a single process without a launcher, create) the process group DeepSpeed needs."
     import deepspeed
-    for k, v in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="29511").items():
+    for k, v in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1").items():
         os.environ.setdefault(k, v)  # a launcher sets them all; a notebook sets none
+    if "MASTER_PORT" not in os.environ: os.environ["MASTER_PORT"] = str(free_port())  # two kernels: a port each
     if os.environ["LOCAL_RANK"] == "0": clear_stale_locks()  # one process per machine, before any op is built
     deepspeed.init_distributed(dist_backend="gloo" if use_cpu else "nccl")
 

@@ -11,9 +11,10 @@ value's error next to its field. Screenshots of the form (with the typed value, 
 dashboard at three moments while training runs and of the notebook go to `runs/browser-check/` (or
 `$LLM_NB_ARTIFACTS`), with `quickstart.json` (Run All's seconds, the steps the dashboard showed), for people to look
 at."""
-import json, os, re, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.parse
+import json, os, re, secrets, shutil, signal, subprocess, sys, tempfile, time, urllib.parse
 from pathlib import Path
 import httpx
+from llm_nb.env import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -21,11 +22,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 QUICKSTART = ROOT/"nbs"/"00_quickstart.ipynb"
 RUN_ALL_S = 180  # the quick start's promise: Run All in at most 3 minutes on 2 cores
 TYPED_STEPS = 240  # typed into the form's max_steps before Run All (the demo's 300 minus a fifth: it still learns)
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 def write_notebook(folder:Path) -> Path:
     "The quick start, copied into `folder` (its project root: runs/ goes there)."

@@ -2,7 +2,7 @@
 and the files our annotate stage writes import into it, in both span shapes (a relation project: `entities`; plain
 sequence labeling: `label`), and what it exports back reads with our reader: no findings, the same texts and spans,
 and a lossless Doccano → HF → Doccano round trip of its own file."""
-import io, json, os, signal, socket, subprocess, time, zipfile
+import io, json, os, signal, subprocess, time, zipfile
 from dataclasses import replace
 from pathlib import Path
 import httpx, pytest
@@ -11,6 +11,7 @@ from llm_nb.doccano import ner_dataset, prepare, read_doccano
 from llm_nb.config import demo_config
 from llm_nb.run import Run
 from llm_nb.synth import run_synth
+from llm_nb.env import free_port
 
 DOCCANO_VERSION = "1.8.4"
 VENV = Path(os.environ.get("LLM_NB_CACHE") or Path.home()/".cache"/"llm_nb")/f"doccano-{DOCCANO_VERSION}"
@@ -85,12 +86,6 @@ def listeners(port:int) -> set[str]:
             if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port: out.add(local.rsplit(":", 1)[0])
     return out
 
-
-def free_port() -> int:
-    "A TCP port free on 127.0.0.1 now."
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tails(logs:list[Path], n:int=4000) -> str:

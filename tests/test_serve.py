@@ -3,7 +3,8 @@ import json, os, signal, threading, time
 from pathlib import Path
 import httpx, pytest
 from llm_nb.config import ConfigError, load_config
-from llm_nb.serve import Server, free_port, llama_server_cmd, serve_exported
+from llm_nb.serve import Server, llama_server_cmd, serve_exported
+from llm_nb.env import free_port
 from llm_nb.llama_cpp import llama_server_bin
 from llm_nb.bench import BenchFailed, run_bench
 from llm_nb.load import parse_prometheus

@@ -9,7 +9,7 @@ from llm_nb.run import Run
 from llm_nb.testing import TEXT_ONLY, run_until
 from llm_nb.train import MARKER
 from llm_nb.launch import accelerate_config_path, launch_argv, write_accelerate_config
-from llm_nb.serve import free_port
+from llm_nb.env import free_port
 from safetensors.torch import load_file
 from conftest import kill_9_once
 

@@ -7,7 +7,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from llm_nb.config import demo_config
 from llm_nb.monitor import Watchdog, serve_watched
 from llm_nb.run import Run
-from llm_nb.serve import Server, free_port
+from llm_nb.serve import Server
+from llm_nb.env import free_port
 from conftest import wait_for
 
 FAKE = """
