@@ -203,8 +203,8 @@ CLEAN = Stage("clean", reads=("ingest/parts",), writes=[f"clean/{f}" for f in OU
 
 # %% ../nbs/12_clean.ipynb #cs000001
 def evaluation_grams(cfg, # the run's `Config`
-                   run # the run its paths are in
-                  ) -> EvalGrams|None:
+                     run # the run its paths are in
+                    ) -> EvalGrams|None:
     "The n-grams of the run's evaluation files (None: there are none); a file of `clean.decontaminate` must exist."
     files, listed = evaluation_files(cfg), {f.name for f in cfg.clean.decontaminate}
     if not files: return None

@@ -24,10 +24,10 @@ __all__ = ['CONVERT_ERR_TAIL', 'QUANT_FTYPES', 'KQUANT_BLOCK', 'IMATRIX_CTX', 'Q
 CONVERT_ERR_TAIL = 3000  # characters of the converter's stderr shown when it fails
 
 def call_converter(script:str, # the converter in the llama.cpp source: convert_hf_to_gguf.py, convert_lora_to_gguf.py
-                  args:list[str], # its arguments
-                  out_file:Path, # the file it must write
-                  src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
-                 ) -> Path:
+                   args:list[str], # its arguments
+                   out_file:Path, # the file it must write
+                   src:Path|None=None # llama.cpp source folder (default: `llama_cpp_src()`)
+                  ) -> Path:
     "Run one of llama.cpp's converters with its bundled gguf-py first on the path; `out_file`, or the error's tail."
     src = src or llama_cpp_src()
     pythonpath = os.pathsep.join([str(src/"gguf-py"), os.environ.get("PYTHONPATH", "")])
@@ -44,7 +44,7 @@ def convert_to_gguf(model_dir:Path, # a transformers checkpoint (e.g. the merged
                    ) -> Path:
     "Run llama.cpp's `convert_hf_to_gguf.py` (with its bundled gguf-py) on a transformers checkpoint."
     return call_converter("convert_hf_to_gguf.py", [str(model_dir), "--outfile", str(out_file), "--outtype", outtype],
-                         out_file, src)
+                          out_file, src)
 
 # %% ../nbs/40a_gguf.ipynb #edd57fbf
 def bits_per_weight(nbytes:int, # size of the file(s)
@@ -68,7 +68,7 @@ def quantize_gguf(src_file:Path, # the GGUF to quantize (the converter's f16/bf1
     "Quantize a GGUF file with llama.cpp's `llama_model_quantize` (with an importance matrix: its `llama-quantize`)."
     if imatrix:  # the binding's `imatrix` field is a pointer to a C++ map: llama-quantize reads the file itself
         call_tool([llama_tool("llama-quantize"), "--imatrix", imatrix, src_file, out_file, quant.upper(),
-                  llama_threads(threads)], verbose)
+                   llama_threads(threads)], verbose)
         return out_file
     import logging, llama_cpp
     logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)  # its log callback's
@@ -125,7 +125,7 @@ def compute_imatrix(gguf:Path, # the model to calibrate: the unquantized file of
                    ) -> Path:
     "llama-imatrix over `text` with the model in `gguf`: how much each matrix's columns matter, for `quantize_gguf`."
     call_tool([llama_tool("llama-imatrix"), "-m", gguf, "-f", text, "-o", out_file, "-c", ctx, "--chunks", chunks,
-              "-t", llama_threads(threads), "--parse-special", "--no-ppl"], verbose)
+               "-t", llama_threads(threads), "--parse-special", "--no-ppl"], verbose)
     return out_file
 
 # %% ../nbs/40a_gguf.ipynb #1d875e1a
@@ -273,7 +273,7 @@ def convert_lora_to_gguf(adapter:Path, # a PEFT LoRA adapter folder (the train s
                          "`split_adapter` moves them into a copy of the base (the export stage does), "
                          "or serve the merged model")
     return call_converter("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outfile", str(out_file),
-                                                      "--outtype", outtype], out_file, src)
+                                                       "--outtype", outtype], out_file, src)
 
 # %% ../nbs/40a_gguf.ipynb #8aede355
 LORA_KLD_LIMIT = 1e-3  # nats: the largest KL divergence of base + GGUF LoRA from the merged model

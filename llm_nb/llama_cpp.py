@@ -33,8 +33,8 @@ def llama_tool(name:str, # a llama.cpp program: llama-server, llama-imatrix, lla
     return p
 
 def call_tool(cmd:list, # the program and its arguments
-             verbose:bool=False # show its output (a line per tensor) instead of keeping it for an error
-            ) -> None:
+              verbose:bool=False # show its output (a line per tensor) instead of keeping it for an error
+             ) -> None:
     "Run a llama.cpp program; a RuntimeError with the last lines of its output when it fails."
     r = subprocess.run([str(c) for c in cmd], stdout=None if verbose else subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, errors="replace")

@@ -311,12 +311,12 @@ async def _load(base_url:str, prompts:list[dict], bc, headers:dict, model:str, p
     return results, duration, series
 
 def send_load(base_url:str, # the server, e.g. http://127.0.0.1:8080
-             prompts:list[dict], # {prompt, prompt_len} records
-             bc, # a `BenchCfg`: endpoint, output_len, concurrency, arrivals, warm-up, timeout
-             headers:dict|None=None, # e.g. the API key
-             model:str="model", # the served model's name
-             progress:bool=True # show a progress bar
-            ) -> tuple[list[dict], float, list[dict]]:
+              prompts:list[dict], # {prompt, prompt_len} records
+              bc, # a `BenchCfg`: endpoint, output_len, concurrency, arrivals, warm-up, timeout
+              headers:dict|None=None, # e.g. the API key
+              model:str="model", # the served model's name
+              progress:bool=True # show a progress bar
+             ) -> tuple[list[dict], float, list[dict]]:
     "Send `prompts` to `base_url` as `bc` (a `BenchCfg`) says: (per-request records, duration s, scraped metrics)."
     if not prompts: raise ValueError("no prompts to send")
     return coro_result(_load(base_url, with_models(prompts, bc.models), bc, headers or {}, model, progress))
