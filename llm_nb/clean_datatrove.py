@@ -348,7 +348,8 @@ def clean_datatrove(cfg, # the run's config (`clean.engine: datatrove`)
     "The stage as datatrove steps on `clean.executor`: (stats, bytes all tasks spilled, DuckDB's memory_limit)."
     job = make_job(cfg, run)
     shutil.rmtree(job.work, ignore_errors=True)
-    if job.executor == "slurm": clean_on_slurm(job, cfg.launch.slurm, f"{cfg.launch.slurm.job_name}-clean-{run.dir.name}")
+    slurm = cfg.launch.slurm
+    if job.executor == "slurm": clean_on_slurm(job, slurm, f"{slurm.job_name}-clean-{run.dir.name}")
     else: clean_here(job)
     results = {p.stem: json.loads(p.read_text()) for p in (job.work/"results").glob("*.json")}
     for name in STEP_DATA:

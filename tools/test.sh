@@ -125,6 +125,8 @@ if [ "$skipped" -gt 0 ]; then
   grep '^SKIPPED' "$py_log"
   [ -n "$nb_skips" ] && echo "$nb_skips" | sed 's/^/notebook: /'
 fi
+# a bench that crashed beside another and passed alone (tools/bench_smoke.sh): ok, but shown where it will be read
+sed -n '/^bench smoke flaky:/,/^bench smoke failed:/p' "$smoke_log" | grep -v '^bench smoke failed:' | head -n 40
 if [ "$failed" -gt 0 ]; then  # again at the end, where a CI log's tail shows it: what failed, and why
   echo "failed:"
   grep -h '^FAILED' "$py_log" "$check_log" 2>/dev/null | sed 's/^/  /'
