@@ -40,8 +40,8 @@ def answers(model, tok, questions:list[str], stops:list[int], max_new:int=32) ->
     return out
 
 def scores(got:list[str], want:list[str]) -> dict:
-    "Exact match, as serve_bench scores served answers (`llm_nb.bench.answer_scores`), and the share of empty answers."
-    from llm_nb.bench import answer_scores
+    "Exact match, as serve_bench scores served answers (`llm_nb.load_test.answer_scores`), and the share of empty answers."
+    from llm_nb.load_test import answer_scores
     asked = [dict(answer=g, expected=w, finish_reason=None, error=None) for g, w in zip(got, want)]
     return dict(exact_match=answer_scores(asked)["exact_match"], empty=sum(not g.strip() for g in got) / len(want))
 

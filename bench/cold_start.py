@@ -26,7 +26,7 @@ RUN_ALL_S = 120  # issue #60: the quick start's first Run All, quiet, in a fresh
 IMPORTS = """import time as _time
 _t0 = _time.perf_counter()
 import torch, transformers, peft, duckdb, pandas
-import llm_nb.pipeline, llm_nb.testing, llm_nb.editor, llm_nb.bench, llm_nb.serve
+import llm_nb.pipeline, llm_nb.testing, llm_nb.editor, llm_nb.load_test, llm_nb.serve
 print(f"imports {_time.perf_counter() - _t0:.1f} s")"""
 
 def sections(nb) -> list[str]:

@@ -77,7 +77,7 @@ ENGINES = {"llama-server (Q8_0)": "bench/answers.json", "vLLM (merged)": "bench/
 
 def served_calls(seed_dirs:list[Path]) -> dict:
     "{engine: (calls handed back as valid tool_calls, tool-call questions asked)} over the seeds' served answers."
-    from llm_nb.bench import answer_scores
+    from llm_nb.load_test import answer_scores
     out = {}
     for engine, rel in ENGINES.items():
         asked = [a for d in seed_dirs if (d/rel).exists() for a in json.loads((d/rel).read_text())[TOOLS]]

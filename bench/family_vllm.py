@@ -36,7 +36,7 @@ from pathlib import Path
 import httpx
 sys.path.insert(0, str(Path(__file__).parent))
 from _data import Targets, add_smoke_arg
-from llm_nb.bench import answer_scores, ask_chat
+from llm_nb.load_test import answer_scores, ask_chat
 from llm_nb.config import ModelCfg, ServeCfg
 from llm_nb.export import merge_adapter
 from llm_nb.families import FAMILIES, TOOL_CHAT, TOOLS, tiny_family_model

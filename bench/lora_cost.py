@@ -37,8 +37,8 @@ FIGURES = {"output throughput (tok/s)": ("output_throughput", None), "median TTF
            "median TPOT (ms)": ("tpot_ms", "median"), "median E2EL (ms)": ("e2el_ms", "median")}  # (summary key, statistic)
 
 def median_of(rounds:list, key:str, stat) -> tuple:
-    "(the median over `rounds` of a figure, None), or (None, why) when a round did not measure it (llm_nb.bench)."
-    from llm_nb.bench import not_measured
+    "(the median over `rounds` of a figure, None), or (None, why) when a round did not measure it (llm_nb.load_test)."
+    from llm_nb.load_test import not_measured
     if whys := sorted({w for m in rounds if (w := not_measured(m, key))}): return None, "; ".join(whys)
     return statistics.median(m[key] if stat is None else m[key][stat] for m in rounds), None
 
@@ -51,7 +51,7 @@ def main():
     add_smoke_arg(ap, "SMOKE_RUN's model, llama-server only, 4 prompts of 8 tokens, one round")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
-    from llm_nb.bench import bench_server
+    from llm_nb.load_test import bench_server
     from llm_nb.config import load_config
     from llm_nb.serve import serve_exported
     from llm_nb.testing import TEXT_ONLY, run_until

@@ -41,7 +41,7 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
               sets:dict # dotted-key overrides from --set
              ) -> int:
     "`llm_nb bench`: load-test a server that is already running; print the summary table."
-    from llm_nb.bench import benchmark, check_error_rate, format_summary
+    from llm_nb.load_test import benchmark, check_error_rate, format_summary
     from llm_nb.model import load_tokenizer
     cfg = load_config(Path(a.config) if a.config else {}, **sets)
     if cfg.bench.dataset == "text":
@@ -58,7 +58,7 @@ def bench_cli(a:argparse.Namespace, # the parsed `llm_nb bench` arguments
 # %% ../nbs/92_cli.ipynb #25cfe038
 def _first_served_model(base_url:str, headers:dict) -> str:
     "The first model name the server lists; a ConfigError naming --model when it lists none or cannot be asked."
-    from llm_nb.bench import served_models
+    from llm_nb.load_test import served_models
     try: names = served_models(base_url, headers)
     except (httpx.HTTPError, KeyError, ValueError) as e:
         raise ConfigError(f"{base_url}/v1/models: {type(e).__name__}: {e}; pass --model NAME") from None
@@ -232,9 +232,9 @@ def doctor_cli(config:str|None) -> int:
 EXPECTED = (ConfigError, RunError, OSError)  # failures with a fix the user can make (and `bench_failed`)
 
 def bench_failed(e:Exception) -> bool:
-    "Whether `e` is the benchmark's `BenchFailed` (only a command that imported `llm_nb.bench` can raise it)."
-    bench = sys.modules.get("llm_nb.bench")
-    return bench is not None and isinstance(e, bench.BenchFailed)
+    "Whether `e` is the load test's `BenchFailed` (only a command that imported `llm_nb.load_test` can raise it)."
+    load_test = sys.modules.get("llm_nb.load_test")
+    return load_test is not None and isinstance(e, load_test.BenchFailed)
 
 def error_line(e:Exception) -> str:
     "The one line `main` prints for an expected failure `e`."

@@ -15,7 +15,7 @@ from .serve import LLAMA_REASONING_FORMAT, Server, vllm_python, why_failed
 from .env import free_port
 from .llama_cpp import llama_server_bin
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
-from .bench import answer_scores, ask_chat
+from .load_test import answer_scores, ask_chat
 from .config import ModelCfg
 from .env import peft_quietly
 from .config import ConfigError
@@ -78,7 +78,7 @@ def item_chat(i:int # the item's number; even: asked in English, odd: in Chinese
 TRAIN_ITEMS, HELD_OUT_ITEMS = range(48), range(100, 110)  # trained on; asked after (never trained on)
 
 def held_out_questions() -> list[dict]:
-    "`user` and `answer` of each held-out item question, as a server is asked them (`llm_nb.bench.ask_chat`)."
+    "`user` and `answer` of each held-out item question, as a server is asked them (`llm_nb.load_test.ask_chat`)."
     return [dict(user=c[0]["content"], answer=c[1]["content"]) for c in map(item_chat, HELD_OUT_ITEMS)]
 TRAIN_STEPS, TRAIN_BATCH = 30, 8
 SPREAD = 0.1  # the tiny model's initializer_range: five times the classes' default, see above

@@ -22,7 +22,7 @@ from .preference import run_preference
 from .evaluate import run_evaluate
 from .export import run_export
 from .serve_bench import run_serve_bench
-from .bench import BenchFailed
+from .load_test import BenchFailed
 
 # %% auto #0
 __all__ = ['STAGES', 'upstream', 'stage_status', 'StageFailed', 'stage_failed', 'run_pipeline', 'share_unseeded', 'seed_config',

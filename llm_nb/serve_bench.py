@@ -11,7 +11,7 @@ from .model import load_tokenizer
 from .artifacts import ADAPTERS
 from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_lora, vllm_python
-from .bench import run_bench, bench_server, compare_table, figure_ratio, plot_compare
+from .load_test import run_bench, bench_server, compare_table, figure_ratio, plot_compare
 from .monitor import watch_server, watchdog_running
 from .export import PARITY_FLOOR, check_parity, difference_words, judge_parting, parity_markdown, parity_row
 from .artifacts import PARITY_JSON

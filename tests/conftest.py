@@ -65,7 +65,7 @@ def exported_run():
     """A demo run through the export stage (short training): a GGUF to serve, and an adapter vLLM can serve as a LoRA.
     On raw text only: the serving tests need answers that run to `bench.output_len` on a server that ignores
     `ignore_eos` (llama-cpp-python), and 5 steps on the conversations teach the model to end its turn at once. The
-    chat template is the tiny model's own either way; the demo's answers are asked of servers in 42_bench."""
+    chat template is the tiny model's own either way; the demo's answers are asked of servers in 42_load_test."""
     return run_until("serve_bench", **{"train.max_steps": 5, "lora.modules_to_save": [], **TEXT_ONLY,
                                        "tokenize.max_length": 128})  # the demo's 192 are for tool conversations:
     # at 128 the held-out split has the 8 blocks the parity tests ask servers

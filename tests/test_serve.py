@@ -6,7 +6,7 @@ from llm_nb.config import ConfigError, load_config
 from llm_nb.serve import Server, llama_server_cmd, serve_exported
 from llm_nb.env import free_port
 from llm_nb.llama_cpp import llama_server_bin
-from llm_nb.bench import BenchFailed, run_bench
+from llm_nb.load_test import BenchFailed, run_bench
 from llm_nb.load import parse_prometheus
 from llm_nb.testing import FakeOpenAI
 from conftest import CHAT, training_ids
@@ -218,7 +218,7 @@ def test_llama_server_serves_the_gguf_lora_as_the_merge(exported_run):
 
 def test_lora_cost_is_measured_against_the_base_alone(exported_run, tmp_path):
     "`serve.lora`'s cost: the same load on the base served alone (no --lora), and the ratios of the two."
-    from llm_nb.bench import bench_server
+    from llm_nb.load_test import bench_server
     from llm_nb.serve_bench import lora_cost
     run = exported_run
     cfg = cfg_of(run, **{"serve.engine": "llama_server", "serve.lora": True, "bench.num_prompts": 8})

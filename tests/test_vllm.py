@@ -1,7 +1,7 @@
 "vLLM for real on this CPU (its CPU build, made by tools/install.sh --dev): streams, chat, a benchmark, its metrics, two adapters per request, its own client, a clean stop."
 import json, os, subprocess, time
 import httpx, pytest
-from llm_nb.bench import run_bench
+from llm_nb.load_test import run_bench
 from llm_nb.config import load_config
 from llm_nb.artifacts import base_model_path
 from llm_nb.monitor import watch_server

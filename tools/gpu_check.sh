@@ -8,9 +8,9 @@
 #   2. install: a venv with pip's default (CUDA) torch, llm_nb with llama.cpp and the [serve] extra (vLLM's CUDA
 #      build), and bitsandbytes (tools/install.sh --vllm does the first three where nvidia-smi finds a GPU);
 #   3. every `#| gpu` cell: nbdev_test --flags gpu on the notebooks that have them (01_env, 20_model, 41_serve,
-#      42_bench), which run their other cells too; LLM_NB_GPU=1 makes a cell that finds no GPU fail, not skip;
+#      42_load_test), which run their other cells too; LLM_NB_GPU=1 makes a cell that finds no GPU fail, not skip;
 #   4. the demo with QLoRA (4-bit base, bitsandbytes) and bf16 training, through evaluate;
-#   5. CUDA-event timing (llm_nb.bench.timed_ms with cuda=True, the torch.cuda.Event path) against perf_counter
+#   5. CUDA-event timing (llm_nb.load_test.timed_ms with cuda=True, the torch.cuda.Event path) against perf_counter
 #      around the same synchronized GPU work: within 10%;
 #   6. the exporter's GPU families read from real NVML: every DCGM metric has a sample per GPU, memory in use > 0;
 #   7. vLLM's CUDA build serving the demo's merged model, benchmarked as the serve_bench stage does;
@@ -33,7 +33,7 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=
 runs="$out/runs"
 demo="llm_nb demo --root $runs --set train.max_steps=20"
 cuda_events='import time, torch
-from llm_nb.bench import timed_ms
+from llm_nb.load_test import timed_ms
 x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 work = lambda: [x @ x for _ in range(50)]
 work(); torch.cuda.synchronize()
@@ -54,7 +54,7 @@ assert all(v > 0 for v in fams["DCGM_FI_DEV_FB_USED"]), fams'
 steps=(
   "gpu|nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv"
   "install|python3 -m venv $venv && . $venv/bin/activate && bash tools/install.sh --vllm && python -m pip install -q bitsandbytes"
-  "gpu_cells|. $venv/bin/activate && LLM_NB_GPU=1 nbdev_test --flags gpu --do_print --timing --file_re '^(01_env|20_model|41_serve|42_bench)'"
+  "gpu_cells|. $venv/bin/activate && LLM_NB_GPU=1 nbdev_test --flags gpu --do_print --timing --file_re '^(01_env|20_model|41_serve|42_load_test)'"
   "qlora_bf16|. $venv/bin/activate && $demo --name qlora --set model.quantization=4bit --set train.precision=bf16 --set model.dtype=bfloat16 --stages synth,ingest,clean,model,tokenize,train,evaluate --force"
   "cuda_events|. $venv/bin/activate && python -c '$cuda_events'"
   "nvml_exporter|. $venv/bin/activate && python -c '$nvml'"

@@ -56,7 +56,7 @@ phase "sync checks and Slurm"
 # ones; their code outside a kernel is what pytest drives (tests/test_train.py, test_launch.py, test_serve.py,
 # test_vllm.py, test_cli.py). They took 2,009 of the 2,418 notebook-seconds of the kernel run of CI at 7f39755, and
 # as many again under nbdev_test. NBDEV_TEST=all runs every notebook under nbdev_test too.
-KERNEL_ONLY='00_quickstart|24_train|26_preference|30_evaluate|40_export|40a_gguf|41_serve|42_bench|90_pipeline|93_family_matrix'
+KERNEL_ONLY='00_quickstart|24_train|26_preference|30_evaluate|40_export|40a_gguf|41_serve|42_load_test|90_pipeline|93_family_matrix'
 [ "${NBDEV_TEST:-}" = all ] && KERNEL_ONLY='[_.]'
 nb_names=$(find nbs -name '*.ipynb' ! -name '_*' ! -path '*/.ipynb_checkpoints/*' -printf '%f\n')
 nb_total=$(echo "$nb_names" | wc -l)
