@@ -13,10 +13,10 @@
 #   bash tools/bench_smoke.sh                  # every bench/*.py but the helper module bench/_data.py
 #   bash tools/bench_smoke.sh bench/x.py ...   # those only
 #
-# BENCH_SMOKE_TIMEOUT: seconds per bench (default 300; exit 124 when it runs out). BENCH_SMOKE_RERUN=0: no rerun alone. BENCH_SMOKE_JOBS: benches at a
+# BENCH_SMOKE_TIMEOUT: seconds per bench (default 300; exit 124 when it runs out). BENCH_SMOKE_JOBS: benches at a
 # time (default 2: several wait on Slurm, a server or subprocesses much of the time; their figures are not judged,
 # so sharing the cores costs nothing but time). BENCH_SMOKE_LOGS: a folder that keeps each bench's output
-# (default: a temporary one, removed). Run it in the project's venv. bench/clean_slurm.py cleans on the Slurm that
+# (default: a temporary one, removed). BENCH_SMOKE_RERUN=0: a failed bench is not run again alone. Run it in the project's venv. bench/clean_slurm.py cleans on the Slurm that
 # SLURM_CONF names (tools/test.sh starts one), or starts tools/slurm_local.sh's and stops it; bench/zero_table.py's
 # ZeRO-3 + offload job builds DeepSpeed's CPU Adam the first time in a venv (minutes; kept in the venv, as test.sh
 # does); bench/peer_agreement.py needs llama-server and vLLM's client (tools/install.sh --vllm).
