@@ -12,13 +12,11 @@ from .families import (FAMILIES, TOOL_CHAT, TOOLS, FAMILY_TEMPLATES, gguf_metada
 from .export import GGUFModel, merge_adapter, parity
 from .gguf import convert_to_gguf, gguf_logits, quantize_gguf
 from .serve import LLAMA_REASONING_FORMAT, Server, vllm_python, why_failed
-from .env import free_port
+from .env import free_port, peft_quietly
 from .llama_cpp import llama_server_bin
 from .chat import TEMPLATE_OPTIONS, named_template, render_chats, writes_reasoning, writes_tools
 from .load_test import answer_scores, ask_chat
-from .config import ModelCfg
-from .env import peft_quietly
-from .config import ConfigError
+from .config import ConfigError, ModelCfg
 
 # %% auto #0
 __all__ = ['CHAT', 'STAGES', 'NA', 'QUESTIONS', 'COLOURS', 'TRAIN_ITEMS', 'HELD_OUT_ITEMS', 'TRAIN_STEPS', 'TRAIN_BATCH',

@@ -13,9 +13,8 @@ import psutil
 import yaml
 from fastcore.basics import patch
 from prometheus_client.core import GaugeMetricFamily
-from .env import gpu_readings, nvml_devices
+from .env import free_port, gpu_readings, nvml_devices
 from .serve import Server, serve_exported
-from .env import free_port
 
 # %% auto #0
 __all__ = ['DCGM_METRICS', 'TRAIN_SERIES', 'EXPORTER_JOB', 'QUEUE_MEAN', 'PANELS', 'PANEL_W', 'PANEL_H', 'gpu_families',

@@ -8,13 +8,12 @@ import json, time
 from pathlib import Path
 from .config import Config, ConfigError, load_config
 from .model import load_tokenizer
-from .artifacts import ADAPTERS
+from .artifacts import ADAPTERS, PARITY_JSON
 from .run import Run, Stage
 from .serve import serve_exported, served_files, vllm_lora, vllm_python
 from .load_test import run_bench, bench_server, compare_table, figure_ratio, plot_compare
 from .monitor import watch_server, watchdog_running
 from .export import PARITY_FLOOR, check_parity, difference_words, judge_parting, parity_markdown, parity_row
-from .artifacts import PARITY_JSON
 
 # %% auto #0
 __all__ = ['BASE_ALONE', 'SERVE_BENCH', 'PARITY', 'COMPARED_KEYS', 'LORA_COST', 'run_serve_bench', 'served_answer',

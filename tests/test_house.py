@@ -1,8 +1,9 @@
 """The joins between modules, read from the code (AST): no module imports another's private names (bench/ included),
-no import cycle at module level, and a module imports the package's own modules inside a function only where the
-list below says why. And every numbered notebook opens with its map: what Run All does and how long it takes here,
-where it writes, how to use the result, with links to headings that exist."""
+no import cycle at module level, each module imported once at a module's top, and a module imports the package's own
+modules inside a function only where the list below says why. And every numbered notebook opens with its map: what
+Run All does and how long it takes here, where it writes, how to use the result, with links to headings that exist."""
 import ast, json, re, sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +38,12 @@ def test_no_import_cycles_and_lazy_imports_only_where_listed():
     assert [m for m in MODULES if reaches(m, m)] == []
     inner = {(m, mod) for m, p in MODULES.items() for mod, _, at_top in own_imports(p) if not at_top and mod in MODULES}
     assert inner == set(LAZY), inner ^ set(LAZY)
+
+def test_each_module_imported_once_at_the_top():
+    "A module's top-level imports name each of the package's modules once (a name joins that line, not a second one)."
+    twice = [f"{m}: from .{mod} import ... {n} times" for m, p in MODULES.items()
+             for mod, n in Counter(mod for mod, _, at_top in own_imports(p) if at_top).items() if n > 1]
+    assert twice == [], twice
 
 def heading_ids(cells:list) -> set[str]:
     "The anchors the docs site (pandoc) gives the notebook's markdown headings: lower case, punctuation dropped."
