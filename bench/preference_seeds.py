@@ -1,15 +1,15 @@
 """Benchmark: does preference tuning do what the demo of nbs/26_preference.ipynb says, on seeds no notebook uses
 (issue #56)?
 
-The notebook's own demo (`llm_nb.preference.demo_pairs()`: 300 pairs about style, 40 held out, the SFT data answering
-half its questions plain and half labelled, `synth.styled_answers: 0.5`; DPO 60 steps) runs as a user runs it, through
-`run_pipeline(cfg, STAGES, seeds=...)` with the shipped defaults otherwise (decontamination on), at seeds 101,102,103:
-once with DPO, then with GRPO (`llm_nb.preference.DEMO_GRPO`: the same pairs' prompts, rewarded by exact match with the
-chosen answer) in the same seed folders, where every stage before preference is skipped (its result holds). From each
-seed's preference/scores.json the bench takes, per held-out pair, the SFT model's and the tuned model's values (the
-pair as written ranked right or not, the greedy answer the chosen one or not, the reward) and compares the two models
-on the same pairs with `llm_nb.stats.paired_over_seeds`: the mean over seeds of each seed's paired difference, with a
-hierarchical bootstrap 95 % interval (seeds resampled, then pairs).
+The notebook's own demo (`llm_nb.preference.demo_pairs()`: 300 pairs about style, 40 held out, the SFT data
+answering 30 % of its questions labelled and the rest plain, `synth.styled_answers: 0.3`; DPO 60 steps) runs as a
+user runs it, through `run_pipeline(cfg, STAGES, seeds=...)` with the shipped defaults otherwise (decontamination
+on), at seeds 101,102,103: once with DPO, then with GRPO (`llm_nb.preference.DEMO_GRPO`: the same pairs' prompts,
+rewarded by exact match with the chosen answer) in the same seed folders, where every stage before preference is
+skipped (its result holds). From each seed's preference/scores.json the bench takes, per held-out pair, the SFT
+model's and the tuned model's values (the pair as written ranked right or not, the greedy answer the chosen one or
+not, the reward) and compares the two models on the same pairs with `llm_nb.stats.paired_over_seeds`: the mean over
+seeds of each seed's paired difference, with a hierarchical bootstrap 95 % interval (seeds resampled, then pairs).
 
 Targets, written before the bench's seeds were run (issue #56's claims) and never moved after:
 - DPO − SFT accuracy on the held-out pairs as written: the interval's lower end >= +0.2;

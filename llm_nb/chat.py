@@ -4,13 +4,14 @@
 
 # %% ../nbs/08_chat.ipynb #ch000005
 from __future__ import annotations
-import functools, html, json, os, re
+import functools, html, json, os, re, weakref
 from .config import ConfigError
 from .env import llama_models_dir
 
 # %% auto #0
 __all__ = ['TOOLS_TURN', 'CHATML', 'FAMILY_TEMPLATES', 'TEMPLATES', 'TEMPLATE_OPTIONS', 'PROBE', 'PROBE_TOOL', 'call_text',
-           'shipped_template', 'unbind', 'bind_options', 'named_template', 'has_markers', 'trained_labels', 'is_plain',
+           'shipped_template', 'unbind', 'bind_options', 'named_template', 'has_markers', 'trained_labels',
+           'control_ids', 'special_strings', 'special_in', 'replace_special', 'encode_as_text', 'is_plain',
            'render_chats', 'Trained', 'show_trained', 'template_messages', 'parse_tool_calls', 'shipped_name',
            'writes_tools', 'writes_reasoning', 'end_of_turn', 'chat_template', 'stop_ids', 'chat_stops', 'fit_turns']
 
@@ -275,6 +276,165 @@ def _closed(text:str, spans:list, closers:tuple) -> list:
         out.append((a, at + len(hit)) if hit else (a, b))
     return out
 
+# %% ../nbs/08_chat.ipynb #ctl00002
+_CONTROLS = weakref.WeakKeyDictionary()  # a tokenizer: {(what, its size): what was made of it}
+
+def _kept(tok, what:str, make):
+    "`make()`, made once for `tok` while its vocabulary keeps its size (each time where `tok` takes no weak reference)."
+    try: mine = _CONTROLS.setdefault(tok, {})
+    except TypeError: return make()
+    key = (what, len(tok) if hasattr(tok, "__len__") else None)
+    if key not in mine: mine[key] = make()
+    return mine[key]
+
+def control_ids(tok # a tokenizer
+               ) -> frozenset:
+    "The ids of `tok`'s control tokens: its added tokens marked special and those of `all_special_ids`."
+    def make():
+        added, named = getattr(tok, "added_tokens_decoder", None) or {}, set(getattr(tok, "all_special_ids", ()))
+        return frozenset(i for i, t in added.items() if t.special or i in named)
+    return _kept(tok, "ids", make)
+
+def special_strings(tok # a tokenizer
+                   ) -> tuple[str, ...]:
+    "The text of each of `tok`'s control tokens (`control_ids`), longest first: what only a template may write."
+    def make():
+        added = getattr(tok, "added_tokens_decoder", None) or {}
+        return tuple(sorted({added[i].content for i in control_ids(tok)}, key=lambda s: (-len(s), s)))
+    return _kept(tok, "strings", make)
+
+@functools.lru_cache(maxsize=16)
+def _pattern(strings:tuple) -> re.Pattern|None:
+    "A regex that finds any of `strings` (longest first), or None where there are none."
+    return re.compile("|".join(map(re.escape, strings))) if strings else None
+
+def _strings(x, at:str=""):
+    "(field, text) of each string in `x` (dicts and lists of strings: keys too), each field named by its path."
+    if isinstance(x, str): yield at, x
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            field = f"{at}.{k}" if at else str(k)
+            if isinstance(k, str): yield field, k
+            yield from _strings(v, field)
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x): yield from _strings(v, f"{at}[{i}]")
+
+def special_in(tok, # the model's tokenizer
+               data, # a text, or a record's data: `dict(messages=..., tools=...)`, any JSON
+               at:str="" # what the fields are named under (e.g. "text" for a plain text)
+              ) -> list[tuple[str, str]]:
+    "(field, special string) of each of `tok`'s `special_strings` that `data` holds, in order, each pair once."
+    pattern = _pattern(special_strings(tok))
+    if pattern is None: return []
+    return list(dict.fromkeys((f, m[0]) for f, s in _strings(data, at) for m in pattern.finditer(s)))
+
+# %% ../nbs/08_chat.ipynb #ctl00005
+_MARKS = range(0xF0000, 0xFFFFE)  # plane 15's private use: what marks the data's special strings
+_PLACE = 0x100000  # plane 16's private use: a placeholder for each control token, in `_split_backend`'s copy
+
+def _replaced(x, pattern:re.Pattern, repl):
+    """`x` (a string, or dicts and lists of strings: keys too) with each special string `pattern` finds in it replaced
+    by `repl(it)`, until it finds none."""
+    if isinstance(x, str):
+        while (y := pattern.sub(lambda m: repl(m[0]), x)) != x: x = y
+        return x
+    if isinstance(x, dict): return {_replaced(k, pattern, repl): _replaced(v, pattern, repl) for k, v in x.items()}
+    if isinstance(x, list): return [_replaced(v, pattern, repl) for v in x]
+    return x
+
+def replace_special(tok, # the model's tokenizer
+                    data, # a text, or a record's data (any JSON)
+                    repl # the special string → what stands in its place (a mark between its characters, a word)
+                   ):
+    "`data` with each of `tok`'s `special_strings` in it replaced by `repl(it)`, until it holds none."
+    pattern = _pattern(special_strings(tok))
+    return data if pattern is None else _replaced(data, pattern, repl)
+
+def _mark_for(data) -> str:
+    "A character of `_MARKS` that no string of `data` holds."
+    held = set(json.dumps(data, ensure_ascii=False, default=str))
+    return next(chr(c) for c in _MARKS if chr(c) not in held)
+
+def _split_backend(tok, places:bool=True):
+    """(backend, {control id: its placeholder}, {placeholder's id: control id}): a copy of `tok`'s backend that parses
+    no control token out of a text (each marked special, `encode_special_tokens` set) and, where `places`, parses
+    `chr(_PLACE + k)` as the k-th control token; no truncation or padding."""
+    def make():
+        from tokenizers import AddedToken, Tokenizer
+        control = sorted(control_ids(tok))
+        spec = json.loads(tok.backend_tokenizer.to_str()) | dict(truncation=None, padding=None)
+        for t in spec["added_tokens"]: t["special"] = t["special"] or t["id"] in control
+        be = Tokenizer.from_str(json.dumps(spec))
+        be.encode_special_tokens = True
+        if not places: return be, {}, {}
+        place = {i: chr(_PLACE + k) for k, i in enumerate(control)}
+        be.add_tokens([AddedToken(p, normalized=False, special=False) for p in place.values()])
+        return be, place, {be.token_to_id(p): i for i, p in place.items()}
+    return _kept(tok, f"split backend {places}", make)
+
+def encode_as_text(tok, # the model's tokenizer
+                   texts:list, # strings from the data
+                   add_special_tokens:bool=True # what the tokenizer adds around a text (BOS): as `tok(...)` adds it
+                  ) -> list[list[int]]:
+    "Token ids of `texts`, each special token's text in them tokenized as the text it is (no control id of theirs)."
+    if getattr(tok, "backend_tokenizer", None) is None:
+        return tok(texts, add_special_tokens=add_special_tokens, split_special_tokens=True)["input_ids"]
+    return [e.ids for e in _split_backend(tok, False)[0].encode_batch(texts, add_special_tokens=add_special_tokens)]
+
+# %% ../nbs/08_chat.ipynb #ctl00007
+class _Encoded:
+    "A render's tokens: `ids`, and `tokens(start, end)`: [first, last + 1) of those over its characters [start, end)."
+    def __init__(self, enc, # a `tokenizers.Encoding`
+                 ids:list|None=None, # its ids as the model's (placeholders' ids put back): its own where None
+                 at:list|None=None # where each character of the render is in the text `enc` is of (None: there)
+                ):
+        self.enc, self.ids, self.at = enc, enc.ids if ids is None else ids, at
+
+    def tokens(self, start:int, end:int) -> tuple[int, int]:
+        "[first, last + 1) of the tokens over characters [start, end) of the render (`_token_range`'s rule)."
+        if self.at is not None and start < end: start, end = self.at[start], self.at[end - 1] + 1
+        return _token_range(self.enc, start, end)
+
+_PLANE16 = re.compile("[\U00100000-\U0010fffd]")
+
+def _encode_marked(tok, text:str, mark:str) -> _Encoded:
+    """`text`'s tokens, the data's special strings in it marked by `mark`: the control tokens the tokenizer finds in it
+    (the template's) each one placeholder, the marks gone, tokenized by `_split_backend`'s copy."""
+    if m := _PLANE16.search(text):
+        raise ValueError(f"a message holds U+{ord(m[0]):X} (plane 16's private use) beside a special token's text: "
+                         "those characters stand in for the template's control tokens")
+    be, place, back = _split_backend(tok)
+    (found,) = _encoded(be, [text], False)  # the copy finds what the tokenizer finds (no truncation)
+    written = {s: (e, place[i]) for i, (s, e) in zip(found.ids, found.offsets) if i in place}
+    chars, at, i = [], [], 0
+    while i < len(text):
+        if i in written:
+            end, p = written[i]
+            at += [len(chars)] * (end - i)
+            chars.append(p)
+            i = end
+            continue
+        at.append(len(chars))
+        if text[i] != mark: chars.append(text[i])
+        i += 1
+    at.append(len(chars))
+    (enc,) = _encoded(be, ["".join(chars)], True)
+    return _Encoded(enc, [back.get(x, x) for x in enc.ids], at)
+
+def _encoded(be, texts:list, split:bool) -> list:
+    """`tokenizers.Encoding`s of `texts` by backend `be`, with its `encode_special_tokens` set to `split` meanwhile
+    (`tok(..., split_special_tokens=True)` leaves it set on the tokenizer's own)."""
+    was, be.encode_special_tokens = be.encode_special_tokens, split
+    try: return be.encode_batch(texts, add_special_tokens=False)
+    finally: be.encode_special_tokens = was
+
+def _encode(tok, texts:list, mark:str|None) -> list[_Encoded]:
+    """Each render's tokens: where `mark` shows the data's special strings, by `_encode_marked`; the others in one
+    batch by the tokenizer's backend, special tokens parsed."""
+    usual = [k for k, t in enumerate(texts) if not (mark and mark in t)]
+    out = dict(zip(usual, map(_Encoded, _encoded(tok.backend_tokenizer, [texts[k] for k in usual], False))))
+    return [out[k] if k in out else _encode_marked(tok, t, mark) for k, t in enumerate(texts)]
+
 # %% ../nbs/08_chat.ipynb #59a5c558
 def is_plain(chat:list, # OpenAI messages
              tools:list|None=None # the tools it may call
@@ -284,8 +444,9 @@ def is_plain(chat:list, # OpenAI messages
     return not tools and all(m["role"] != "tool" and "tool_calls" not in m and "reasoning_content" not in m
                              for m in chat)
 
-def _render_plain(tok, template:str, chats:list, train_on:str) -> dict:
-    "`render_chats` of conversations of text alone: one Jinja call for the batch where the template allows it."
+def _render_plain(tok, template:str, chats:list, train_on:str, mark:str|None=None) -> dict:
+    """`render_chats` of conversations of text alone: one Jinja call for the batch where the template allows it (`mark`:
+    what marks the data's special strings, see `_encode`)."""
     from jinja2 import TemplateError
     special, marked = tuple(sorted(tok.special_tokens_map.items())), has_markers(template)
     texts = [m["content"] for c in chats for m in c if isinstance(m.get("content"), str)]
@@ -297,7 +458,8 @@ def _render_plain(tok, template:str, chats:list, train_on:str) -> dict:
     if batch and _renders_alike(template, special):
         try: rendered = _render_batch(template, chats, dict(special))
         except (TemplateError, ValueError): pass  # one by one below: the error is the conversation's own
-    if rendered is None and not marked: rendered = [_render_one(template, c, dict(special)) for c in chats]
+    # (apply_chat_template would parse the data's special strings)
+    if rendered is None and (not marked or mark): rendered = [_render_one(template, c, dict(special)) for c in chats]
     if rendered is None: ids, answers = _render_each(tok, template, chats)
     else:
         if not marked:
@@ -305,10 +467,29 @@ def _render_plain(tok, template:str, chats:list, train_on:str) -> dict:
                 rendered = [_as_served(template, dict(special), c, r) for c, r in zip(chats, rendered)]
             closers = _closers(tok)
             rendered = [(t, _closed(t, spans, closers)) for t, spans in rendered]
-        encs = tok.backend_tokenizer.encode_batch([t for t, _ in rendered], add_special_tokens=False)
+        encs = _encode(tok, [t for t, _ in rendered], mark)
         ids = [e.ids for e in encs]
-        answers = [[_token_range(e, *s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
+        answers = [[e.tokens(*s) for s in spans] for e, (_, spans) in zip(encs, rendered)]
     return {"input_ids": ids, "labels": [trained_labels(x, a, train_on) for x, a in zip(ids, answers)]}
+
+def _calls_decoded(chat:list) -> list:
+    """`chat` with each call's arguments that are JSON text decoded, as `template_messages` gives them a template (so
+    that a special string escaped in that text, `\\u003c|im_end|>`, is found): those that do not decode as they are."""
+    def decoded(c):
+        args = c.get("function", {}).get("arguments")
+        try: return c | dict(function=c["function"] | dict(arguments=json.loads(args))) if isinstance(args, str) else c
+        except ValueError: return c  # `template_messages` says why
+    return [m | dict(tool_calls=[decoded(c) for c in m["tool_calls"]]) if m.get("tool_calls") else m for m in chat]
+
+def _defused_batch(tok, chats:list, tools:list) -> tuple[list, list, str|None]:
+    """(chats, tools, mark): those of the conversations that hold a special token's text with `mark` between its
+    characters (`replace_special`), the others as they are; None: none holds one."""
+    decoded = [_calls_decoded(c) for c in chats]
+    held = [k for k, (c, t) in enumerate(zip(decoded, tools)) if special_in(tok, [c, t])]
+    if not held: return chats, tools, None
+    mark, chats, tools = _mark_for([decoded, tools]), list(chats), list(tools)
+    for k in held: chats[k], tools[k] = replace_special(tok, [decoded[k], tools[k]], mark.join)
+    return chats, tools, mark
 
 def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its offsets)
                  template:str, # a chat template, with generation markers or without
@@ -320,12 +501,13 @@ def render_chats(tok, # the model's tokenizer (a fast one: the mask needs its of
     "{'input_ids', 'labels'} of each conversation rendered by `template`; labels are -100 where no loss is taken."
     tools = [None] * len(chats) if tools is None else list(tools)
     if len(tools) != len(chats): raise ValueError(f"tools: {len(tools)} lists for {len(chats)} conversations")
+    chats, tools, mark = _defused_batch(tok, chats, tools)  # see "Content never becomes control"
     rich = [k for k, (c, t) in enumerate(zip(chats, tools)) if not is_plain(c, t)]  # see "Reasoning and tool calls"
-    if not rich: return _render_plain(tok, template, chats, train_on)
+    if not rich: return _render_plain(tok, template, chats, train_on, mark)
     plain = sorted(set(range(len(chats))) - set(rich))
-    out = {k: (x, y) for k, x, y in
-           zip(plain, *_render_plain(tok, template, [chats[k] for k in plain], train_on).values())} if plain else {}
-    for k in rich: out[k] = _rich_tokens(tok, template, chats[k], tools[k], train_on, train_on_reasoning)
+    out = {k: (x, y) for k, x, y in zip(plain, *_render_plain(tok, template, [chats[k] for k in plain], train_on,
+                                                              mark).values())} if plain else {}
+    for k in rich: out[k] = _rich_tokens(tok, template, chats[k], tools[k], train_on, train_on_reasoning, mark)
     return {"input_ids": [out[k][0] for k in range(len(chats))], "labels": [out[k][1] for k in range(len(chats))]}
 
 # %% ../nbs/08_chat.ipynb #ch000019
@@ -584,8 +766,9 @@ def _served_parts(name:str, template:str, special:dict, chat:list, tools:list|No
     return text, [(k, i, a, b) for (k, i, _, _), (a, b) in zip(order, spans)]
 
 def _rich_tokens(tok, template:str, chat:list, tools:list|None, train_on:str,
-                 train_on_reasoning:bool) -> tuple[list, list]:
-    "(ids, labels) of a conversation with tool calls, tool results or reasoning: `render_chats` of one."
+                 train_on_reasoning:bool, mark:str|None=None) -> tuple[list, list]:
+    """(ids, labels) of a conversation with tool calls, tool results or reasoning: `render_chats` of one (`mark`: what
+    marks the data's special strings, see `_encode`)."""
     special = dict(sorted(tok.special_tokens_map.items()))
     name = _template_name(template)
     norm, text, parts, openers = _render_parts(template, chat, tools, special, _atoms(tok))
@@ -593,8 +776,8 @@ def _rich_tokens(tok, template:str, chat:list, tools:list|None, train_on:str,
     text, parts = _served_parts(name, template, special, norm, tools, text, parts)
     frame = _reasoning_frame(template, tuple(special.items()))
     turns = _turn_ranges(text, parts, _closers(tok), frame, openers, train_on_reasoning)
-    enc = tok.backend_tokenizer.encode(text, add_special_tokens=False)
-    return enc.ids, trained_labels(enc.ids, [[_token_range(enc, a, b) for a, b in t] for t in turns], train_on)
+    (enc,) = _encode(tok, [text], mark)
+    return enc.ids, trained_labels(enc.ids, [[enc.tokens(a, b) for a, b in t] for t in turns], train_on)
 
 # %% ../nbs/08_chat.ipynb #ch000025
 def end_of_turn(tok, # the tokenizer

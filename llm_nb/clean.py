@@ -11,17 +11,18 @@ from pathlib import Path
 from .config import evaluation_files
 from .env import cjk_fonts
 from .records import TURN_MARK, decode_turns
-from .run import Stage, save_figure
+from .run import Stage, StageRefused, refuse_empty, save_figure, shown_path
 from .clean_text import PII_PATTERNS, sensitive_words
-from .clean_match import EvalGrams, eval_grams, judge_texts
+from .clean_match import EvalGrams, eval_grams, judge_texts, matched_ngram, plain_text
 from .clean_passes import (connect, duckdb_spilled_bytes, exact_dedup, judge_per_text, make_kept, make_scored,
                                  near_dedup_pass, write_kept, write_rejected)
 
 # %% auto #0
-__all__ = ['LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS', 'HITS',
-           'CONVERSATIONS', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES', 'words_of',
-           'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'evaluation_grams', 'write_outputs',
-           'duckdb_memory_limit', 'record_clean', 'clean_duckdb']
+__all__ = ['LENGTH_EDGES', 'TOP_TERMS', 'HAN_RUN', 'WORD', 'TERM_CHARS', 'STEPS', 'REJECT_SAMPLES', 'SAMPLE_CHARS', 'REASONS',
+           'HITS', 'CONVERSATIONS', 'STRIPPED', 'TERMS_PLOTTED', 'LANGUAGES_PLOTTED', 'OUTPUTS', 'CLEAN', 'LANGUAGES',
+           'words_of', 'top_terms', 'ordered_reasons', 'clean_stats', 'plot_stats', 'evaluation_grams', 'write_outputs',
+           'broad_decontamination', 'refuse_broad_decontamination', 'duckdb_memory_limit', 'record_clean',
+           'clean_duckdb']
 
 # %% ../nbs/12_clean.ipynb #f11a1f68
 def _query(con, sql:str, *paths) -> list[tuple]:
@@ -49,12 +50,13 @@ def _lengths(con) -> tuple[dict, float]:
 TOP_TERMS = 30  # rows of the top-terms table
 HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a run of Han characters (CJK ideographs)
 WORD = re.compile(r"[^\W\d_]{3,}")  # outside Han: three or more letters of any other script
+TERM_CHARS = 40  # a longer run of letters is not a word (a URL, base64, a key held down): not a term
 
 def words_of(text:str) -> list[str]:
-    "The terms of one text: jieba's words of 2+ characters in each Han run, and the other scripts' words, lower-cased."
+    "The terms of one text: jieba's words of 2+ characters in each Han run, the other scripts' words, lower-cased."
     import rjieba  # here: only the stats need it (0.14 s to import, its dictionary included)
     han = [w for run in HAN_RUN.findall(text) for w in rjieba.cut(run, hmm=False) if len(w) >= 2]  # dictionary words
-    return han + WORD.findall(HAN_RUN.sub(" ", text).lower())
+    return han + [w for w in WORD.findall(HAN_RUN.sub(" ", text).lower()) if len(w) <= TERM_CHARS]
 
 def top_terms(texts:list[str]) -> list:
     "[(term, count)] of the TOP_TERMS most frequent terms in `texts` (a conversation counts its turns' contents)."
@@ -130,6 +132,9 @@ def _conversations(con) -> dict:
     kept, turns = _query(con, CONVERSATIONS)[0]
     return dict(kept=kept, turns=turns)
 
+# control characters (NUL, BEL, a BOM, ...) normalization stripped: characters, and the rows that held them
+STRIPPED = "SELECT coalesce(sum(controls_stripped), 0)::BIGINT, count(*) FILTER (WHERE controls_stripped > 0) FROM scored"
+
 def clean_stats(con, # a connection holding the stage's tables `scored`, `first_copies`, `near_dups` and `kept`
                 ccfg, # the `clean` config section
                 terms:bool=True # count the top terms here (`write_outputs` counts them while DuckDB writes)
@@ -141,6 +146,7 @@ def clean_stats(con, # a connection holding the stage's tables `scored`, `first_
     stats = dict(counts=_counts(rows_in, rows_out, by_reason), conversations=_conversations(con),
                  rejected=ordered_reasons(by_reason), pii=_pii_totals(con, ccfg),
                  sensitive_hits=int(_query(con, HITS)[0][0]), steps=_steps(rows_in, by_reason), length_hist=hist,
+                 controls_stripped=dict(zip(("characters", "rows"), _query(con, STRIPPED)[0])),
                  length_median=median)
     if terms: stats["top_terms"] = top_terms(_term_sample(con, ccfg.top_terms_sample))
     return stats
@@ -214,7 +220,7 @@ def evaluation_grams(cfg, # the run's `Config`
         raise FileNotFoundError(f"clean.decontaminate: the file of task {bad[0]} ({missing[bad[0]]}) does not exist")
     for name, p in missing.items():  # the run's own (evaluate's, preference's): that stage fails on it, if it runs
         print(f"clean: decontamination: the evaluation file of {name} ({p}) does not exist; not checked against")
-    eg = eval_grams(there, cfg.clean.decontam_ngram)
+    eg = eval_grams(there, cfg.clean.decontam_ngram, cfg.clean.decontam_template_items)
     eg.tasks.update({name: dict(missing=True) for name in missing})
     for name, p in files: eg.tasks[name]["path"] = p  # as configured (`{run}/...`): the same wherever the run is
     return eg
@@ -301,15 +307,53 @@ def _rows_kept_of(counts:dict) -> dict:
     return {k: (v["rows_in"], v["kept"]) for k, v in counts.items()}
 
 
+# %% ../nbs/12_clean.ipynb #dc000002
+def broad_decontamination(stats:dict, # the stage's stats, with `sources` (`_write_stats`)
+                          max_share:float # `clean.decontam_max_share`
+                         ) -> list[tuple[str, str, int, int]]:
+    "[(source, reason, rows rejected, rows in)] where a task's decontamination took more than `max_share` of a source."
+    return [(s, r, n, v["rows_in"]) for s, v in stats.get("sources", {}).items() for r, n in v["rejected"].items()
+            if r.startswith("contaminated:") and n > max_share * v["rows_in"]]
+
+# %% ../nbs/12_clean.ipynb #dc00002b
+def _first_rejected(path:Path, source:str, reason:str) -> str:
+    "The text of the first row of `source` that `path` (rejected.parquet) holds for `reason` ('' if none has a text)."
+    import duckdb
+    with duckdb.connect() as con:
+        row = con.execute("SELECT text FROM read_parquet(?) WHERE source = ? AND reason = ? AND text IS NOT NULL "
+                          "ORDER BY file, line LIMIT 1", [str(path), source, reason]).fetchone()
+    return row[0] if row else ""
+
+def refuse_broad_decontamination(run, # the run whose clean stage wrote `stats`
+                                 stats:dict # the stage's stats
+                                ) -> None:
+    "A `StageRefused` naming the n-gram matched when decontamination took more than `clean.decontam_max_share`."
+    cc = run.cfg.clean
+    if cc.decontam_max_share >= 1 or not (broad := broad_decontamination(stats, cc.decontam_max_share)): return
+    source, reason, n, rows_in = broad[0]
+    text = _first_rejected(run.dir/"clean"/"rejected.parquet", source, reason)
+    gram = matched_ngram(plain_text(text), evaluation_grams(run.cfg, run)) if text else ""
+    raise StageRefused(
+        f"clean: decontamination rejected {n:,} of the {rows_in:,} rows of source {source} as {reason} ({n / rows_in:.0%}"
+        f", above clean.decontam_max_share {cc.decontam_max_share}); the n-gram it matched first: «{gram}». Words that "
+        f"many records share with the task's examples are an instruction or a template, not a copied question: lower "
+        f"clean.decontam_template_items below the number of examples that share them ({cc.decontam_template_items} "
+        f"now; an n-gram in more examples than that is left out of the match), or raise clean.decontam_ngram; if the "
+        f"records are copies, set clean.decontam_max_share: 1 to reject them (the rejects are in "
+        f"{shown_path(run.dir/'clean'/'rejected.parquet')})")
+
 # %% ../nbs/12_clean.ipynb #wo000002
 def duckdb_memory_limit(con) -> str:
     "DuckDB's memory_limit, as it reports it."
     return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
 def record_clean(run, stats:dict, spilled:int, memory_limit:str) -> dict:
-    "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned."
+    "The stage's counts, recorded in the run's manifest and report, whichever engine cleaned; it stops on nothing kept."
+    refuse_broad_decontamination(run, stats)
+    if not stats["counts"]["rows_out"]:
+        refuse_empty("clean", stats["counts"]["rows_in"], stats["rejected"], shown_path(run.dir/"clean"/"stats.json"))
     res = dict(stats["counts"], conversations=stats["conversations"], rejected=stats["rejected"], pii=stats["pii"],
-               sensitive_hits=stats["sensitive_hits"],
+               sensitive_hits=stats["sensitive_hits"], controls_stripped=stats["controls_stripped"],
                sources={s: v["kept"] for s, v in stats.get("sources", {}).items()},
                languages={l: v["kept"] for l, v in stats.get("languages", {}).items()},
                duckdb_memory_limit=memory_limit, spilled_bytes=spilled, engine=stats["engine"])

@@ -14,10 +14,11 @@ from .records import decode_turns
 from .clean_text import sql_str
 
 # %% auto #0
-__all__ = ['CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'NO_LANGUAGE', 'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS', 'LANG_LONG_TEXT',
-           'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'decontam_words', 'record_strings', 'ngram_keys',
-           'plain_text', 'eval_examples', 'EvalGrams', 'eval_grams', 'LangModel', 'lang_identifier', 'text_language',
-           'languages_of', 'judge_texts', 'near_lsh']
+__all__ = ['CJK_RUN', 'LETTERS', 'SKIP_KEYS', 'TEMPLATE_SHOWN', 'NO_LANGUAGE', 'LANG_BATCH_CELLS', 'LANG_BATCH_TEXTS',
+           'LANG_LONG_TEXT', 'JUDGED_TEXTS', 'LSH_MARGIN', 'LSH_MIN_THRESHOLD', 'decontam_words', 'record_strings',
+           'ngram_keys', 'plain_text', 'covered_by', 'template_free', 'template_keys', 'eval_examples', 'EvalGrams',
+           'eval_grams', 'text_keys', 'matched_ngram', 'LangModel', 'lang_identifier', 'text_language', 'languages_of',
+           'judge_texts', 'near_lsh']
 
 # %% ../nbs/12b_clean_match.ipynb #493fcd40
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # Han, hiragana, katakana
@@ -57,6 +58,45 @@ def plain_text(text:str) -> str:
     return "\n".join(t["content"] for t in turns) if turns else text
 
 
+# %% ../nbs/12b_clean_match.ipynb #tp000002
+def covered_by(keys:np.ndarray, # `ngram_keys` of some words
+               n:int, # words per n-gram
+               template:np.ndarray # template keys, sorted
+              ) -> np.ndarray:
+    "For each of the words, whether a template n-gram covers it (a bool array as long as the words)."
+    starts = np.flatnonzero(np.isin(keys, template))
+    edges = np.zeros(len(keys) + n, np.int64)  # +1 where a template n-gram starts, -1 past its last word
+    np.add.at(edges, starts, 1)
+    np.add.at(edges, starts + n, -1)
+    return np.cumsum(edges)[:len(keys) + n - 1] > 0
+
+def template_free(words:list[str], # from `decontam_words`
+                  n:int, # words per n-gram
+                  template:np.ndarray # template keys, sorted (`template_keys`)
+                 ) -> list[str]:
+    "`words` without those a template n-gram covers: what is left to match."
+    keys = ngram_keys(words, n)
+    if not len(keys) or not len(template): return words
+    return [w for w, c in zip(words, covered_by(keys, n, template)) if not c]
+
+# %% ../nbs/12b_clean_match.ipynb #tp00002b
+def template_keys(grams:list[np.ndarray], # the `ngram_keys` of each example of one task
+                  most:int # `clean.decontam_template_items`
+                 ) -> np.ndarray:
+    "The keys found in more than `most` of the examples: the task's template, sorted."
+    if not grams: return np.empty(0, np.uint64)
+    keys, examples = np.unique(np.concatenate([np.unique(g) for g in grams]), return_counts=True)
+    return keys[examples > most]
+
+TEMPLATE_SHOWN = 120  # characters of a task's template shown in the stats
+
+def _template_words(words:list[list[str]], n:int, template:np.ndarray) -> str:
+    "The words of the first example that the template covers, as the stats show them."
+    for w in words:
+        if (keys := ngram_keys(w, n)).size and (c := covered_by(keys, n, template)).any():
+            return " ".join(x for x, t in zip(w, c) if t)[:TEMPLATE_SHOWN]
+    return ""
+
 # %% ../nbs/12b_clean_match.ipynb #925886e1
 def eval_examples(path:Path # a file of evaluation examples
                  ) -> list[list[str]]:
@@ -78,42 +118,62 @@ def eval_examples(path:Path # a file of evaluation examples
             return [record_strings(dict(zip(rel.columns, row))) for row in rel.fetchall()]
     raise ValueError(f"{path}: an evaluation file must be .jsonl, .json, .csv or .parquet")
 
+# %% ../nbs/12b_clean_match.ipynb #eg00002b
 class EvalGrams(NamedTuple):
     "The n-grams of the evaluation tasks, for `judge_texts`."
-    keys: np.ndarray  # uint64 n-gram hashes, sorted, each once
+    keys: np.ndarray  # uint64 n-gram hashes of the examples' words but their template's, sorted, each once
     task: np.ndarray  # for each key, the index in `names` of the first task that has it
     names: list[str]  # the tasks, in the order listed
-    tasks: dict  # {task: {path, examples, too_short}}
+    tasks: dict  # {task: {path, examples, too_short, template_ngrams, template_only, template}}
     n: int  # words per n-gram
+    template: np.ndarray  # the template n-grams of every task, sorted: their words are left out on both sides
 
 def eval_grams(files:list[tuple[str, Path]], # (task, file) of each evaluation file
-               n:int # words per n-gram
+               n:int, # words per n-gram
+               template_items:int=10 # `clean.decontam_template_items`
               ) -> EvalGrams:
-    "Every task's n-grams in one sorted array, and each task's examples and those too short to have one."
+    "Every task's n-grams but its template's in one sorted array; each task's examples, too short and template only."
+    words = [[decontam_words(" ".join(ex)) for ex in eval_examples(Path(path))] for _, path in files]
+    raw = [[ngram_keys(w, n) for w in ws] for ws in words]
+    own = [template_keys(g, template_items) for g in raw]
+    template = np.unique(np.concatenate([np.empty(0, np.uint64), *own]))
     keys, task, tasks = [np.empty(0, np.uint64)], [np.empty(0, np.int64)], {}
     for t, (name, path) in enumerate(files):
-        grams = [ngram_keys(decontam_words(" ".join(ex)), n) for ex in eval_examples(Path(path))]
-        tasks[name] = dict(path=str(path), examples=len(grams), too_short=sum(len(g) == 0 for g in grams))
+        grams = [ngram_keys(template_free(w, n, template), n) for w in words[t]]
+        tasks[name] = dict(path=str(path), examples=len(grams), too_short=sum(len(g) == 0 for g in raw[t]),
+                           template_ngrams=len(own[t]), template=_template_words(words[t], n, own[t]),
+                           template_only=sum(len(g) == 0 < len(r) for g, r in zip(grams, raw[t])))
         keys.append(np.unique(np.concatenate([np.empty(0, np.uint64), *grams])))
         task.append(np.full(len(keys[-1]), t))
     k, t = np.concatenate(keys), np.concatenate(task)
     order = np.lexsort((t, k))  # by key, then task: the first of each key is its first task
     k, t = k[order], t[order]
     first = np.r_[True, k[1:] != k[:-1]] if len(k) else np.empty(0, bool)
-    return EvalGrams(k[first], t[first], [name for name, _ in files], tasks, n)
-
+    return EvalGrams(k[first], t[first], [name for name, _ in files], tasks, n, template)
 
 # %% ../nbs/12b_clean_match.ipynb #20066ee1
+def text_keys(text:str, # a text as `plain_text` gives it
+              eg:EvalGrams) -> np.ndarray:
+    "The n-gram keys of `text`'s words but those a template n-gram of `eg` covers."
+    return ngram_keys(template_free(decontam_words(text), eg.n, eg.template), eg.n)
+
 def _contaminated_tasks(plains:list[str], # texts as `plain_text` gives them
                         eg:EvalGrams) -> list[int]:
     "For each text, the index of the first task it shares an n-gram with, or -1."
     out = []
     for t in plains:
-        k = ngram_keys(decontam_words(t), eg.n)
+        k = text_keys(t, eg)
         hit = k[np.isin(k, eg.keys)]
         out.append(int(eg.task[np.searchsorted(eg.keys, hit)].min()) if len(hit) else -1)
     return out
 
+# %% ../nbs/12b_clean_match.ipynb #ct00002b
+def matched_ngram(text:str, # a text as `plain_text` gives it
+                  eg:EvalGrams) -> str:
+    "The first n-gram of `text` that an example has, its words joined by spaces ('' if none): what a verdict saw."
+    words = template_free(decontam_words(text), eg.n, eg.template)
+    hits = np.flatnonzero(np.isin(ngram_keys(words, eg.n), eg.keys))
+    return " ".join(words[hits[0]:hits[0] + eg.n]) if len(hits) else ""
 
 # %% ../nbs/12b_clean_match.ipynb #c14541e2
 NO_LANGUAGE = "zxx"  # ISO 639: no linguistic content (a text without a single letter)

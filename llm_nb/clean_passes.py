@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 from .minhash import band_keys, jaccard, keep_first, signatures
-from .records import SCHEMA
+from .records import SCHEMA, TURN_MARK, encode_turns
 from .clean_text import (CALLS_SQL, DIGIT_RUN, NEEDS_NORMALIZING, PII_PATTERNS, WORDS_PER_PATTERN, add_nfkc,
                                add_redact_calls, any_match_sql, count_sql, mask_sql, normalize_ctes, placeholder,
                                quality_sql, redact_sql, space_at_ends_sql, sql_str, words_patterns)
@@ -89,7 +89,9 @@ def judge_per_text(ccfg, # the `clean` config section
     return bool(costly) or (ccfg.sensitive_action == "drop" and len(words_patterns(words)) > 1)
 
 # %% ../nbs/12c_clean_passes.ipynb #tk000002
-TEXT_KEY = "(hash(text)::UHUGEINT << 64) | strlen(text)::UHUGEINT"  # SQL of exact dedup's key of `text`
+# SQL of exact dedup's key of a row: its `text`, and a conversation's tools and turn extras (calls, reasoning) in `meta`
+TEXT_KEY = (f"(hash(text, CASE WHEN starts_with(text, '{TURN_MARK}') "
+            f"THEN json_extract_string(meta, ['$.tools', '$.turn_extras']) END)::UHUGEINT << 64) | strlen(text)::UHUGEINT")
 
 # %% ../nbs/12c_clean_passes.ipynb #67a734a8
 def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
@@ -106,7 +108,8 @@ def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_P
       flagged AS (SELECT *, {_prefilter_sql(ccfg, words, wps) if gate else 'true'} AS _work FROM ingested),
       {normalize_ctes("flagged", "normalized", gate="_work")},
       redacted AS (SELECT CASE WHEN _work THEN {redact_sql('text', ccfg.pii)} ELSE text END AS text, text AS raw,
-                          source, file, line, {CALLS_SQL if ccfg.pii else 'meta'} AS meta, meta AS raw_meta, _work
+                          source, file, line, {CALLS_SQL if ccfg.pii else 'meta'} AS meta, meta AS raw_meta, _work,
+                          controls_stripped
                    FROM normalized),
       pii_counted AS (SELECT * EXCLUDE (raw, raw_meta){_pii_count_cols(ccfg)} FROM redacted),
       words_counted AS (SELECT *, {hits} AS sensitive_hits FROM pii_counted),

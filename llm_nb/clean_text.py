@@ -6,13 +6,14 @@
 from __future__ import annotations
 import json, re
 import duckdb
+import re2  # google-re2: the RE2 engine DuckDB's regexp_replace runs, linear in the text
 
 # %% auto #0
-__all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES', 'PII_GATES',
-           'CALLS_SQL', 'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'add_nfkc', 'space_at_ends_sql',
-           'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql', 'redact_text',
-           'redact_calls', 'add_redact_calls', 'sensitive_words', 'words_patterns', 'mask_sql', 'any_match_sql',
-           'marks_sql', 'quality_sql']
+__all__ = ['NORMALIZE_STEPS', 'NORMALIZE_SQL', 'NEEDS_NORMALIZING', 'CONTROLS', 'PII_PATTERNS', 'DIGIT_RUN', 'DIGIT_PASSES',
+           'PII_GATES', 'CALLS_SQL', 'WORDS_PER_PATTERN', 'MARK_RUN', 'NUMBER', 'MOJIBAKE', 'add_nfkc',
+           'space_at_ends_sql', 'normalize_sql', 'normalize_ctes', 'placeholder', 'sql_str', 'redact_sql', 'count_sql',
+           'redact_text', 'redact_calls', 'add_redact_calls', 'sensitive_words', 'words_patterns', 'mask_sql',
+           'any_match_sql', 'marks_sql', 'quality_sql']
 
 # %% ../nbs/12a_clean_text.ipynb #4e2b0397
 def add_nfkc(con:duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -57,18 +58,25 @@ def normalize_sql(col:str="text") -> str:
     return f"CASE WHEN {_needs_normalizing(col)} THEN {NORMALIZE_SQL.replace('{col}', col)} ELSE {col} END"
 
 # %% ../nbs/12a_clean_text.ipynb #302dbba5
+CONTROLS = NORMALIZE_STEPS[1][0]  # the step that strips control characters, NUL among them: what it took is counted
+
 def normalize_ctes(src:str, # the relation to read
                    out:str="n", # the name of the last CTE (the others are `out`0, `out`1, ...)
                    col:str="text", # the column to normalize
                    gate:str|None=None # a boolean column: rows where it is false are left as they are
                   ) -> str:
-    "`normalize_sql` as chained CTEs ending in `out`, over `src`: each replacement only on rows it can change."
+    "`normalize_sql` as CTEs ending in `out`, over `src`, each step only on rows it can change; `controls_stripped`."
     nn = f"CASE WHEN {gate} THEN {_needs_normalizing(col)} ELSE false END" if gate else _needs_normalizing(col)
-    ctes = [f"{out}0 AS (SELECT *, {nn} AS _nn FROM {src})"]
+    ctes = [f"{out}0 AS (SELECT *, {nn} AS _nn, 0 AS controls_stripped FROM {src})"]
     for i, (pat, rep, test) in enumerate(NORMALIZE_STEPS, 1):
         cond = "_nn" + (f" AND ({test.format(col=col)})" if test else "")
-        ctes.append(f"{out}{i} AS (SELECT * REPLACE (CASE WHEN {cond} THEN regexp_replace({col}, '{pat}', {rep}, 'g') "
-                    f"ELSE {col} END AS {col}) FROM {out}{i - 1})")
+        new = f"CASE WHEN {cond} THEN regexp_replace({col}, '{pat}', {rep}, 'g') ELSE {col} END"
+        if pat == CONTROLS:  # characters removed: the length before less the length after, on the rows it ran on
+            ctes.append(f"{out}{i}_ AS (SELECT * REPLACE ({new} AS {col}), "
+                        f"CASE WHEN {cond} THEN length({col}) ELSE 0 END AS _before FROM {out}{i - 1})")
+            ctes.append(f"{out}{i} AS (SELECT * EXCLUDE (_before) REPLACE (CASE WHEN _before > 0 "
+                        f"THEN _before - length({col}) ELSE 0 END AS controls_stripped) FROM {out}{i}_)")
+        else: ctes.append(f"{out}{i} AS (SELECT * REPLACE ({new} AS {col}) FROM {out}{i - 1})")
     trim = f"CASE WHEN _nn THEN trim({col}, ' ' || chr(10)) ELSE {col} END"
     ctes.append(f"{out} AS (SELECT * EXCLUDE (_nn) REPLACE ({trim} AS {col}) "
                 f"FROM {out}{len(NORMALIZE_STEPS)})")
@@ -138,10 +146,10 @@ def count_sql(col:str, # SQL of the text after
 def redact_text(s:str, # a string
                 kinds:list[str] # PII kinds to redact (keys of PII_PATTERNS)
                ) -> str:
-    "`s` through `redact_sql`'s chain (digit kinds DIGIT_PASSES times), in Python's `re` (the patterns mean the same)."
+    "`s` through `redact_sql`'s chain (digit kinds DIGIT_PASSES times), on RE2, as DuckDB."
     for k in [k for k in PII_PATTERNS if k in kinds]:
         pattern, replacement = PII_PATTERNS[k]
-        for _ in range(1 if k == "email" else DIGIT_PASSES): s = re.sub(pattern, replacement, s)
+        for _ in range(1 if k == "email" else DIGIT_PASSES): s = re2.sub(pattern, replacement, s)
     return s
 
 def _redact_leaves(v, kinds:list[str]):

@@ -291,7 +291,9 @@ def verify_table(run:Run, # the run folder
     for key, r in run.recorded_outputs().items():
         row = rows.setdefault(r["stage"], [0, 0, 0, 0, 0])
         gone = not (run.dir/key).exists()
-        row[0] += 1; row[1] += r["bytes"]; row[2 + (key in problems) + gone] += 1
+        row[0] += 1
+        row[1] += r["bytes"]
+        row[2 + (key in problems) + gone] += 1
     lines = ["| stage | files | GB | as recorded | differ | gone |", "|---|--:|--:|--:|--:|--:|"]
     return "\n".join(lines + [f"| {s} | {n} | {b / 1e9:.3f} | {ok} | {bad} | {gone} |"
                                for s, (n, b, ok, bad, gone) in rows.items()])

@@ -15,9 +15,9 @@ __all__ = ['UNITS', 'YAML_MAX_NODES', 'PATH_MAX', 'JSON_CHECK_BYTES', 'FIELD_FOR
            'evaluation_files', 'ConfigError', 'memory_bytes', 'YamlTooLarge', 'BoundedLoader', 'keys_named',
            'explain_error', 'load_config', 'to_yaml', 'expand', 'file_fields', 'check_paths', 'demo_config_path',
            'demo_config', 'Section', 'refuse', 'Port', 'MEMORY_SIZE', 'Size', 'Duration', 'RunCfg', 'SynthCfg',
-           'SourceCfg', 'IngestCfg', 'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg', 'ModelCfg', 'LoraCfg',
-           'TokenizeCfg', 'SCHEDULERS', 'OPTIMIZERS', 'TrainCfg', 'DPO_LOSSES', 'PreferenceCfg', 'DeepSpeedCfg',
-           'FsdpCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg',
+           'SourceCfg', 'IngestLimits', 'IngestCfg', 'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg', 'TinyCfg',
+           'ModelCfg', 'LoraCfg', 'TokenizeCfg', 'SCHEDULERS', 'OPTIMIZERS', 'TrainCfg', 'DPO_LOSSES', 'PreferenceCfg',
+           'DeepSpeedCfg', 'FsdpCfg', 'SlurmCfg', 'LaunchCfg', 'TrackCfg', 'LocalTask', 'EvaluateCfg', 'ExportCfg',
            'reachable_from_outside', 'ServeCfg', 'BenchCfg', 'MonitorCfg']
 
 # %% ../nbs/00_config.ipynb #cf000s02
@@ -25,7 +25,7 @@ from .config_data import *
 from .config_model import *
 # the sections' names are this module's too (`from llm_nb.config import TrainCfg`, and `import *`)
 _all_ = ["Section", "refuse", "Port", "MEMORY_SIZE", "Size", "Duration", "RunCfg", "SynthCfg", "SourceCfg",
-         "IngestCfg", "EvalFile", "CleanCfg", "AnnotateCfg", "DvcCfg", "TinyCfg", "ModelCfg", "LoraCfg",
+         "IngestLimits", "IngestCfg", "EvalFile", "CleanCfg", "AnnotateCfg", "DvcCfg", "TinyCfg", "ModelCfg", "LoraCfg",
          "TokenizeCfg", "SCHEDULERS", "OPTIMIZERS", "TrainCfg", "DPO_LOSSES", "PreferenceCfg", "DeepSpeedCfg",
          "FsdpCfg", "SlurmCfg", "LaunchCfg", "TrackCfg", "LocalTask", "EvaluateCfg", "ExportCfg",
          "reachable_from_outside", "ServeCfg", "BenchCfg", "MonitorCfg"]
@@ -107,7 +107,9 @@ YAML_MAX_NODES = 100_000  # values a config may stand for, aliases expanded (the
 
 class YamlTooLarge(yaml.YAMLError):
     "A YAML document whose aliases expand past the loader's limit, or into themselves; `line`: where (1-based)."
-    def __init__(self, line:int, msg:str): self.line, self.msg = line, msg; super().__init__(f"line {line}: {msg}")
+    def __init__(self, line:int, msg:str):
+        self.line, self.msg = line, msg
+        super().__init__(f"line {line}: {msg}")
 
 class BoundedLoader(yaml.SafeLoader):
     "PyYAML's safe loader, counting the values each node stands for (aliases expanded) while it composes."

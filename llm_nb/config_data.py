@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # %% auto #0
-__all__ = ['Port', 'MEMORY_SIZE', 'Size', 'Duration', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestCfg',
-           'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg']
+__all__ = ['Port', 'MEMORY_SIZE', 'Size', 'Duration', 'Section', 'refuse', 'RunCfg', 'SynthCfg', 'SourceCfg', 'IngestLimits',
+           'IngestCfg', 'EvalFile', 'CleanCfg', 'AnnotateCfg', 'DvcCfg']
 
 # %% ../nbs/00a_config_data.ipynb #b578ec7a
 class Section(BaseModel):
@@ -152,6 +152,18 @@ class SourceCfg(Section):
         "The name stored with each record: `name`, else the path or the url."
         return self.name or self.path or self.url
 
+# %% ../nbs/00a_config_data.ipynb #il000002
+class IngestLimits(Section):
+    "How deep and how big a record's JSON may be; beyond, the record is dead-lettered naming the limit."
+    # arrays and objects nested in a record (a JSON Lines line, a JSON document or API page, a field written as JSON,
+    # a tool call's arguments), told by a scan of the brackets before parsing; at most 500, half of where json fails
+    json_depth: int = Field(64, ge=1, le=500)
+    line_bytes: int = Field(256 * 2**20, gt=0)  # a JSON Lines line, without its line break; no more is held at once
+    # a tool's `parameters` schema, in JSON levels (an object schema takes two); at most 100, half of where
+    # jsonschema's check fails
+    schema_depth: int = Field(32, ge=1, le=100)
+    argument_chars: int = Field(1_000_000, gt=0)  # a tool call's arguments, as JSON text (≈ 250 k tokens)
+
 # %% ../nbs/00a_config_data.ipynb #1f65b3ae
 class IngestCfg(Section):
     "Which sources to read and what to do with broken records."
@@ -159,6 +171,7 @@ class IngestCfg(Section):
                                 SourceCfg(name="handbook", path="{run}/synth/*.pdf", text_unit="page")]
     bad_utf8: Literal["quarantine", "replace"] = "quarantine"  # dead-letter undecodable records, or repair with U+FFFD
     incremental: bool = True  # skip files whose content hash is unchanged since the last ingest of this run
+    limits: IngestLimits = IngestLimits()  # how deep and how big a record's JSON may be
 
 # %% ../nbs/00a_config_data.ipynb #dc501702
 class EvalFile(Section):
@@ -188,6 +201,11 @@ class CleanCfg(Section):
     # the run's own too: the files of `evaluate.local_tasks` and, when the stage is on, `preference.heldout`
     decontaminate_evaluated: bool = True
     decontam_ngram: int = Field(13, ge=1)  # tokens: words; in Chinese and Japanese, jieba's words (GPT-3: 13 words)
+    # an n-gram in more than this many examples of a task is its template (a shared instruction, not a question):
+    # its words are left out of the match on both sides
+    decontam_template_items: int = Field(10, ge=1)
+    # decontamination rejecting more than this share of a source's rows stops the stage with the n-gram it matched
+    decontam_max_share: float = Field(0.5, gt=0, le=1)  # (1 = never stop)
     # language ID (py3langid): every row's `lang`, counted per language in the stats and the plot
     lang_id: bool = True
     languages: list[str] = []  # ISO 639-1 codes to keep, e.g. [zh, en]: a row read as another is rejected; [] = all

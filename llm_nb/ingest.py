@@ -4,63 +4,90 @@
 
 # %% ../nbs/10_ingest.ipynb #192668e8
 from __future__ import annotations
-import csv, glob, hashlib, json, random, time, datetime as dt
+import csv, glob, hashlib, json, os, random, time, datetime as dt
 from pathlib import Path
 from typing import Callable, NamedTuple
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
-from .config import FIELD_FORMATS, Config, SourceCfg
+from .config import FIELD_FORMATS, Config, IngestCfg, SourceCfg
+from .config_data import IngestLimits
 from .run import Run, Stage
-from .records import SCHEMA, Event, check_text, decode_turns, escaped, shape_of, take_record, text_chunks
+from .records import (LIMITS, SCHEMA, Event, check_text, decode_turns, escaped, holdable, json_error, meta_json,
+                            nests_deeper, shape_of, take_record, text_chunks, too_deep, unholdable)
 from .documents import document_events
 
 # %% auto #0
-__all__ = ['UTF8_BOM', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS', 'PAGE_OUTCOMES', 'COUNTS',
-           'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS', 'SOURCE_COUNTS', 'INGEST', 'read_jsonl',
-           'read_csv', 'read_parquet', 'records_of', 'read_json', 'read_text', 'file_events', 'FetchError',
-           'get_with_retry', 'http_events', 'write_part', 'file_key', 'source_files', 'run_ingest']
+__all__ = ['UTF8_BOM', 'RAW_LINE_BYTES', 'LINE_CHUNK', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS',
+           'PAGE_OUTCOMES', 'COUNTS', 'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS',
+           'SOURCE_COUNTS', 'NOTES_SHOWN', 'INGEST', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of',
+           'read_json', 'read_text', 'file_events', 'FetchError', 'get_with_retry', 'http_events', 'jsonl_line',
+           'write_part', 'reader_settings', 'file_key', 'source_files', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #46005127
 UTF8_BOM = b"\xef\xbb\xbf"  # the byte order mark some tools put before the first line
+RAW_LINE_BYTES = 2000  # how much of a line longer than `ingest.limits.line_bytes` its dead letter keeps
+LINE_CHUNK = 1 << 20  # bytes read at a time to the end of such a line
 
-def _jsonl_event(no:int, raw:bytes, text_field:str, policy:str, shape:str="auto") -> Event:
+def _lines(f, # a binary file
+           max_bytes:int # the longest line held (its line break aside)
+          ):
+    "(line, None) for each line of `f`, or (its first bytes, its size) for one longer than `max_bytes`, not held whole."
+    while line := f.readline(max_bytes + 1):
+        if line.endswith(b"\n") or len(line) <= max_bytes:
+            yield line, None
+            continue
+        head, size = line[:RAW_LINE_BYTES], len(line)
+        while more := f.readline(LINE_CHUNK):
+            head, size = head + more[:RAW_LINE_BYTES - len(head)], size + len(more)
+            if more.endswith(b"\n"): break
+        yield head.rstrip(b"\r\n"), size - more.endswith(b"\n")
+
+def _jsonl_event(no:int, raw:bytes, text_field:str, policy:str, shape:str="auto", limits:IngestLimits=LIMITS) -> Event:
     "The event for line `no` of a JSON Lines file (its bytes without the line break)."
     if not raw.strip(): return Event("blank", no)
     s = raw.decode("utf-8", "surrogateescape")
+    if nests_deeper(s, limits.json_depth): return Event("bad", no, reason=too_deep("the line", limits.json_depth),
+                                                        raw=escaped(s))
     try: obj = json.loads(s, strict=False)
-    except json.JSONDecodeError as e:
-        return Event("bad", no, reason=f"invalid json: {e.msg} at column {e.colno}", raw=escaped(s))
-    ev = take_record(obj, text_field, policy, no, shape)
+    except ValueError as e: return Event("bad", no, reason=f"invalid json: {json_error(e)}", raw=escaped(s))
+    ev = take_record(obj, text_field, policy, no, shape, limits)
     return ev if ev.kind == "ok" else ev._replace(raw=escaped(s))
 
 def read_jsonl(path:Path, # a JSON Lines file
                text_field:str="text", # the field holding the text
                policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
-               shape:str="auto" # the records' shape (`llm_nb.records.SHAPES`), or "auto": their keys decide
+               shape:str="auto", # the records' shape (`llm_nb.records.SHAPES`), or "auto": their keys decide
+               limits:IngestLimits=LIMITS # `ingest.limits`: the longest line, the deepest JSON
               ):
     "Events for a JSON Lines file."
     with open(path, "rb") as f:
-        for no, raw in enumerate(f, 1):
+        for no, (raw, size) in enumerate(_lines(f, limits.line_bytes), 1):
+            if size is not None:
+                yield Event("bad", no, reason=f"the line is {size:,} bytes, more than {limits.line_bytes:,} "
+                            "(ingest.limits.line_bytes)", raw=escaped(raw.decode("utf-8", "surrogateescape")))
+                continue
             raw = raw.rstrip(b"\n").rstrip(b"\r")
             if no == 1: raw = raw.removeprefix(UTF8_BOM)
-            yield _jsonl_event(no, raw, text_field, policy, shape)
+            yield _jsonl_event(no, raw, text_field, policy, shape, limits)
 
 # %% ../nbs/10_ingest.ipynb #fab62ec1
 _CSV_FIELD_LIMIT = 2**31 - 1  # the largest field size the csv module accepts: no review is too long to be a record
 csv.field_size_limit(_CSV_FIELD_LIMIT)
 
-def _csv_event(start:int, row:list[str], header:list[str], text_field:str, policy:str, shape:str="auto") -> Event:
+def _csv_event(start:int, row:list[str], header:list[str], text_field:str, policy:str, shape:str="auto",
+               limits:IngestLimits=LIMITS) -> Event:
     "The event for the CSV `row` that starts on line `start`."
     if not row: return Event("blank", start)
     if len(row) != len(header):
         return Event("bad", start, reason=f"expected {len(header)} fields, got {len(row)}", raw=escaped(",".join(row)))
-    ev = take_record(dict(zip(header, row)), text_field, policy, start, shape)
+    ev = take_record(dict(zip(header, row)), text_field, policy, start, shape, limits)
     return ev if ev.kind == "ok" else ev._replace(raw=escaped(",".join(row)))
 
 def read_csv(path:Path, # a CSV file with a header row
              text_field:str="text", # the column holding the text
              policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
-             shape:str="auto" # the records' shape, or "auto": the header decides
+             shape:str="auto", # the records' shape, or "auto": the header decides
+             limits:IngestLimits=LIMITS # `ingest.limits`: fields written as JSON (`messages`, `tools`)
             ):
     "Events for a CSV file with a header row."
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
@@ -75,15 +102,16 @@ def read_csv(path:Path, # a CSV file with a header row
             try: row = next(rows)
             except StopIteration: break
             except csv.Error as e: yield Event("bad", start, reason=f"invalid csv: {e}")
-            else: yield _csv_event(start, row, header, text_field, policy, shape)
+            else: yield _csv_event(start, row, header, text_field, policy, shape, limits)
             start = rows.line_num + 1
 
 # %% ../nbs/10_ingest.ipynb #08a657f1
 PARQUET_BATCH = 10_000  # rows read at a time: bounded memory, whatever the size of the file's row groups
 
-def _parquet_event(no:int, row:dict, text_field:str, policy:str, shape:str="auto") -> Event:
+def _parquet_event(no:int, row:dict, text_field:str, policy:str, shape:str="auto",
+                   limits:IngestLimits=LIMITS) -> Event:
     "The event for row `no` of a Parquet file."
-    ev = take_record(row, text_field, policy, no, shape)
+    ev = take_record(row, text_field, policy, no, shape, limits)
     if ev.kind == "ok": return ev._replace(meta=json.loads(json.dumps(ev.meta, default=str)))
     raw = escaped(json.dumps(row, default=str, ensure_ascii=False))
     return ev._replace(reason=ev.reason.replace("NoneType", "null"), raw=raw)
@@ -92,7 +120,8 @@ def read_parquet(path:Path, # a Parquet file
                  text_field:str="text", # the column holding the text
                  policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
                  batch_size:int=PARQUET_BATCH, # rows read at a time
-                 shape:str="auto" # the records' shape, or "auto": the columns decide
+                 shape:str="auto", # the records' shape, or "auto": the columns decide
+                 limits:IngestLimits=LIMITS # `ingest.limits`: columns written as JSON (`messages`, `tools`)
                 ):
     "Events for a Parquet file."
     pf = pq.ParquetFile(path)
@@ -103,7 +132,7 @@ def read_parquet(path:Path, # a Parquet file
     for batch in pf.iter_batches(batch_size=batch_size):
         for row in batch.to_pylist():
             no += 1
-            yield _parquet_event(no, row, text_field, policy, shape)
+            yield _parquet_event(no, row, text_field, policy, shape, limits)
 
 # %% ../nbs/10_ingest.ipynb #5a81adde
 RAW_DOC_CHARS = 2000  # how much of a JSON document that does not parse its dead letter keeps
@@ -121,16 +150,20 @@ def read_json(path:Path, # a JSON document holding a list of records
               text_field:str="text", # the field holding the text
               policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
               records_field:str="", # key of the record list ("" = the document is the list)
-              shape:str="auto" # the records' shape, or "auto": their keys decide
+              shape:str="auto", # the records' shape, or "auto": their keys decide
+              limits:IngestLimits=LIMITS # `ingest.limits`: the deepest JSON (the document's list is a level)
              ):
     "Events for a JSON document holding a list of records."
     s = Path(path).read_bytes().decode("utf-8", "surrogateescape").lstrip("\ufeff")
+    if nests_deeper(s, limits.json_depth):
+        yield Event("bad", 0, reason=too_deep("the document", limits.json_depth), raw=escaped(s[:RAW_DOC_CHARS]))
+        return
     try: recs = records_of(json.loads(s, strict=False), records_field)
     except (json.JSONDecodeError, ValueError) as e:
         yield Event("bad", 0, reason=f"invalid json document: {e}", raw=escaped(s[:RAW_DOC_CHARS]))
         return
     for i, obj in enumerate(recs, 1):
-        ev = take_record(obj, text_field, policy, i, shape)
+        ev = take_record(obj, text_field, policy, i, shape, limits)
         yield ev if ev.kind == "ok" else ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
 
 # %% ../nbs/10_ingest.ipynb #87579e24
@@ -157,15 +190,16 @@ DOCUMENT_FORMATS = ("pdf", "html", "docx")  # read by `llm_nb.documents`
 
 def file_events(path:Path, # one file matched by the source's glob
                 src:SourceCfg, # the files source (`Config.ingest.sources[i]`)
-                policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+                policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
+                limits:IngestLimits=LIMITS # `ingest.limits`
                ):
     "Events of one file of a files source."
     fmt = src.format if src.format != "auto" else EXT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None: raise ValueError(f"{path}: cannot tell the format from the extension; set format in the source")
-    if fmt == "jsonl": return read_jsonl(path, src.text_field, policy, src.shape)
-    if fmt == "csv": return read_csv(path, src.text_field, policy, src.shape)
-    if fmt == "parquet": return read_parquet(path, src.text_field, policy, shape=src.shape)
-    if fmt == "json": return read_json(path, src.text_field, policy, src.records_field, src.shape)
+    if fmt == "jsonl": return read_jsonl(path, src.text_field, policy, src.shape, limits)
+    if fmt == "csv": return read_csv(path, src.text_field, policy, src.shape, limits)
+    if fmt == "parquet": return read_parquet(path, src.text_field, policy, shape=src.shape, limits=limits)
+    if fmt == "json": return read_json(path, src.text_field, policy, src.records_field, src.shape, limits)
     if fmt in DOCUMENT_FORMATS:
         return document_events(path, fmt, src, policy)
     return read_text(path, src.text_unit, policy)
@@ -195,17 +229,19 @@ def get_with_retry(client:httpx.Client, # the HTTP client to send with
     raise FetchError(f"{err} after {retries + 1} attempts")
 
 # %% ../nbs/10_ingest.ipynb #ae81b6d9
-def _fetch_page(client:httpx.Client, src:SourceCfg, page:int, sleep) -> list:
+def _fetch_page(client:httpx.Client, src:SourceCfg, page:int, sleep, limits:IngestLimits=LIMITS) -> list:
     "The records of one page (an empty list past the last one); FetchError or ValueError when it cannot be had."
     params = {src.page_param: page, src.page_size_param: src.page_size}
     r, _ = get_with_retry(client, src.url, params, src.retries, src.backoff, src.timeout, sleep)
     if r.status_code != 200: raise FetchError(f"http {r.status_code}")
-    return records_of(r.json(), src.records_field)
+    if nests_deeper(text := r.text, limits.json_depth): raise ValueError(too_deep("the page", limits.json_depth))
+    return records_of(json.loads(text), src.records_field)
 
 def http_events(src:SourceCfg, # the http source (`Config.ingest.sources[i]`)
                 policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
                 client:httpx.Client|None=None, # the client to use (default: a new one, closed at the end)
-                sleep=time.sleep # how to wait between retries (tests pass a recorder)
+                sleep=time.sleep, # how to wait between retries (tests pass a recorder)
+                limits:IngestLimits=LIMITS # `ingest.limits`: a page's depth, its records' JSON
                ):
     "Events for a paginated JSON API; `line` is the record's number across pages."
     own = client is None
@@ -213,14 +249,14 @@ def http_events(src:SourceCfg, # the http source (`Config.ingest.sources[i]`)
     no = 0
     try:
         for page in range(src.first_page, src.first_page + src.max_pages):
-            try: recs = _fetch_page(client, src, page, sleep)
+            try: recs = _fetch_page(client, src, page, sleep, limits)
             except (FetchError, ValueError) as e:
                 yield Event("failed_page", page, reason=f"page {page}: {e}; source stopped")
                 return
             if not recs: return
             for obj in recs:
                 no += 1
-                ev = take_record(obj, src.text_field, policy, no, src.shape)
+                ev = take_record(obj, src.text_field, policy, no, src.shape, limits)
                 yield ev._replace(meta=dict(ev.meta, page=page)) if ev.kind == "ok" else \
                       ev._replace(raw=escaped(json.dumps(obj, ensure_ascii=False)))
     finally:
@@ -229,7 +265,7 @@ def http_events(src:SourceCfg, # the http source (`Config.ingest.sources[i]`)
 # %% ../nbs/10_ingest.ipynb #2ee3c46e
 def _row(ev:Event, source:str, file:str, now:dt.datetime) -> tuple:
     "The values of `SCHEMA` for an ok event."
-    return ev.text, source, file, ev.line, now, json.dumps(ev.meta, ensure_ascii=False, default=str)
+    return ev.text, source, file, ev.line, now, meta_json(ev.meta)
 
 # %% ../nbs/10_ingest.ipynb #66675bde
 PAGE_OUTCOMES = ("text", "ocr", "blank", "dead")  # what became of a document's page
@@ -256,32 +292,48 @@ def _invariant_ok(total:dict) -> bool:
 
 # %% ../nbs/10_ingest.ipynb #9c0dbfee
 WRITE_BATCH = 20_000  # kept records buffered before they are written as one Parquet row group
+# line breaks to `str.splitlines` that JSON leaves raw: escaped
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+def jsonl_line(obj:dict) -> str:
+    "`obj` as one line of JSON Lines, readable as UTF-8, that no line splitter cuts (`str.splitlines` included)."
+    return json.dumps(obj, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
 
 def _flush(w:pq.ParquetWriter, cols:dict):
     "Write the buffered columns as one row group (if any) and empty them."
     if cols["text"]: w.write_table(pa.table(cols, schema=SCHEMA))
     for v in cols.values(): v.clear()
 
+def _checked_row(ev:Event, source:str, file:str, now:dt.datetime, policy:str) -> tuple[Event, tuple|None]:
+    "(event, its row): an ok event UTF-8 cannot hold (a lone surrogate in its text or meta) first made `holdable`."
+    row = _row(ev, source, file, now)
+    if not (unholdable(row[0]) or unholdable(row[-1])): return ev, row
+    if (ev := holdable(ev, policy)).kind == "ok": return ev, _row(ev, source, file, now)
+    return ev._replace(raw=escaped(row[-1])), None  # the dead letter shows the record's meta as it was
+
 def write_part(events, # the events of one file or API
                source:str, # the source's label, stored with every record
                file:str, # the file's path or the API's url, stored with every record
                part:Path, # the Parquet part to write
                dead:Path, # the dead-letter part to write (JSONL)
-               batch:int=WRITE_BATCH # kept records per row group
+               batch:int=WRITE_BATCH, # kept records per row group
+               policy:str="quarantine" # `bad_utf8`, for text or meta UTF-8 cannot hold: "quarantine" or "replace"
               ) -> dict:
     "Write `events` to `part` (Parquet) and `dead` (JSONL); return the counts."
+    source, file = escaped(source), escaped(file)  # a file name of bytes that are not UTF-8: shown as \\xNN
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     c = dict.fromkeys(COUNTS, 0)
     cols = {k: [] for k in SCHEMA.names}
     with pq.ParquetWriter(part, SCHEMA) as w, open(dead, "w", encoding="utf-8") as dl:
         for ev in events:
+            if ev.kind == "ok": ev, row = _checked_row(ev, source, file, now, policy)
             _count(c, ev)
             if ev.kind == "ok":
-                for k, v in zip(SCHEMA.names, _row(ev, source, file, now)): cols[k].append(v)
+                for k, v in zip(SCHEMA.names, row): cols[k].append(v)
                 if len(cols["text"]) >= batch: _flush(w, cols)
             elif ev.kind in ("bad", "failed_page"):  # a bad record or an API page that could not be fetched
-                letter = dict(source=source, file=file, line=ev.line, reason=ev.reason, raw=ev.raw)
-                dl.write(json.dumps(letter, ensure_ascii=False) + "\n")
+                letter = dict(source=source, file=file, line=ev.line, reason=escaped(ev.reason), raw=ev.raw)
+                dl.write(jsonl_line(letter))
         _flush(w, cols)
     return c
 
@@ -290,18 +342,25 @@ KEY_CHARS = 24  # hex digits of a part's name: 96 bits of the hash, no collision
 HASH_CHUNK = 1 << 20  # bytes hashed at a time, so a large file never has to fit in memory
 API_PREFIX = "http-"  # starts the part names of API sources (which are fetched on every run)
 
+def reader_settings(src:SourceCfg, # the source that reads the file or API
+                    ing:IngestCfg # the ingest section: `bad_utf8` and `limits` read every source
+                   ) -> str:
+    "What decides a unit's records besides its content, as text: the source's settings, the UTF-8 policy, the limits."
+    return json.dumps([src.model_dump(mode="json"), ing.bad_utf8, ing.limits.model_dump()], sort_keys=True)
+
 def file_key(path:Path, # the file to name a part for
+             settings:str="", # how it is read (`reader_settings`)
              chunk:int=HASH_CHUNK # bytes read at a time
             ) -> str:
-    "Hash of a file's path and content: its part name."
-    h = hashlib.sha256(str(Path(path).resolve()).encode())
+    "Hash of a file's resolved path, how it is read and its content: its part name."
+    h = hashlib.sha256(os.fsencode(Path(path).resolve()) + b"\0" + settings.encode() + b"\0")
     with open(path, "rb") as f:
         while b := f.read(chunk): h.update(b)
     return h.hexdigest()[:KEY_CHARS]
 
-def _api_key(url:str) -> str:
-    "The part name of an API source: a hash of its url, as long as a file's."
-    return API_PREFIX + hashlib.sha256(url.encode()).hexdigest()[:KEY_CHARS - len(API_PREFIX)]
+def _api_key(settings:str) -> str:
+    "The part name of an API source: a hash of its settings (`reader_settings`, its url among them)."
+    return API_PREFIX + hashlib.sha256(settings.encode()).hexdigest()[:KEY_CHARS - len(API_PREFIX)]
 
 # %% ../nbs/10_ingest.ipynb #048c5c39
 class _Unit(NamedTuple):
@@ -314,18 +373,46 @@ class _Unit(NamedTuple):
     @property
     def is_api(self) -> bool: return self.key.startswith(API_PREFIX)
 
-def _units(cfg:Config, run:Run):
-    "A `_Unit` for every file and API of the config's ingest sources."
-    policy = cfg.ingest.bad_utf8
-    for src in cfg.ingest.sources:
-        if src.kind == "http":
-            yield _Unit(src.label, src.url, _api_key(src.url), lambda s=src: http_events(s, policy))
+def _source_files(src:SourceCfg, # a files source
+                  run:Run # the run (`{run}` in paths)
+                 ) -> tuple[list[str], list[str]]:
+    "The files `src` matches, each file once (links to one file are one), and the notes on them."
+    pattern = str(run.path(src.path))
+    files = sorted(glob.glob(pattern, recursive=True))
+    if not files: raise FileNotFoundError(f"ingest source {src.label!r}: no file matches {pattern!r}")
+    where, notes, first_of = f"source {src.label!r}", [], {}
+    if ".." in Path(pattern).parts:
+        notes.append(f"{where}: its path {src.path!r} climbs with '..' (to {Path(os.path.normpath(pattern)).parent})")
+    for f in files:
+        try: st = os.stat(f)
+        except OSError as e:
+            notes.append(f"{where}: {f} cannot be read ({e.strerror}): skipped")
             continue
-        pattern = str(run.path(src.path))
-        files = sorted(glob.glob(pattern, recursive=True))
-        if not files: raise FileNotFoundError(f"ingest source {src.label!r}: no file matches {pattern!r}")
-        for f in files:
-            yield _Unit(src.label, f, file_key(Path(f)), lambda f=f, s=src: file_events(Path(f), s, policy))
+        if (first := first_of.setdefault((st.st_dev, st.st_ino), f)) != f:
+            notes.append(f"{where} names {first} twice (also as {f}): read once")
+            continue
+        if (real := os.path.realpath(f)) != os.path.abspath(f): notes.append(f"{where}: {f} is a link to {real}")
+    return list(first_of.values()), notes
+
+def _units(cfg:Config, # the run's config (`ingest.sources`, `bad_utf8`, `limits`)
+           run:Run # the run (`{run}` in paths)
+          ) -> tuple[list[_Unit], list[str]]:
+    "A `_Unit` for every file and API of the config's ingest sources, and the notes on what they match."
+    ing, units, notes = cfg.ingest, {}, []
+    for src in ing.sources:
+        settings = reader_settings(src, ing)
+        if src.kind == "http":
+            found = [_Unit(src.label, src.url, _api_key(settings),
+                           lambda s=src: http_events(s, ing.bad_utf8, limits=ing.limits))]
+        else:
+            files, said = _source_files(src, run)
+            notes += said
+            found = [_Unit(src.label, f, file_key(Path(f), settings),
+                           lambda f=f, s=src: file_events(Path(f), s, ing.bad_utf8, ing.limits)) for f in files]
+        for u in found:  # a source listed twice in the config (the same settings): its files are read once
+            if u.key in units: notes.append(f"source {u.label!r} is listed twice, the same: {u.file} read once")
+            else: units[u.key] = u
+    return list(units.values()), notes
 
 # %% ../nbs/10_ingest.ipynb #sf0c0002
 def source_files(cfg:Config, # the run's config (`ingest.sources`)
@@ -338,12 +425,12 @@ def source_files(cfg:Config, # the run's config (`ingest.sources`)
 # %% ../nbs/10_ingest.ipynb #08f00b5a
 SUBDIRS = ("parts", "dead", "state")  # in ingest/: Parquet parts, their dead letters, their counts
 
-def _unit_counts(u:_Unit, out:Path, incremental:bool) -> tuple[dict, bool]:
+def _unit_counts(u:_Unit, out:Path, incremental:bool, policy:str="quarantine") -> tuple[dict, bool]:
     "(counts, skipped): an unchanged file's counts from its state file, else those of writing its part anew."
     part, summary = out/"parts"/f"{u.key}.parquet", out/"state"/f"{u.key}.json"
     if incremental and not u.is_api and summary.exists() and part.exists():
         return json.loads(summary.read_text()), True
-    c = write_part(u.events(), u.label, u.file, part, out/"dead"/f"{u.key}.jsonl")
+    c = write_part(u.events(), u.label, u.file, part, out/"dead"/f"{u.key}.jsonl", policy=policy)
     summary.write_text(json.dumps(c))
     return c, False
 
@@ -369,6 +456,14 @@ def _tally(total:dict, per_source:dict, label:str, c:dict, skipped:bool):
     s = per_source.setdefault(label, dict.fromkeys(SOURCE_COUNTS, 0))
     for k in s: s[k] += c[k]
 
+NOTES_SHOWN = 5  # notes printed; all of them are in the manifest
+
+def _print_notes(notes:list[str]):
+    "Print the first `NOTES_SHOWN` notes on what the sources match, and how many more the manifest holds."
+    for n in notes[:NOTES_SHOWN]: print(f"ingest: {n}")
+    if len(notes) > NOTES_SHOWN:
+        print(f"ingest: {len(notes) - NOTES_SHOWN} more notes in manifest.json (stages.ingest.counts.notes)")
+
 def _summary(total:dict) -> str:
     "The line `run_ingest` prints: the invariants, blank lines, skipped and dead files, failed API pages."
     failed = f", {total['failed_pages']} API pages failed: see dead_letter.jsonl" if total["failed_pages"] else ""
@@ -392,16 +487,18 @@ def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to
     for sub in SUBDIRS: (out/sub).mkdir(exist_ok=True)
     total = dict(files=0, skipped_unchanged=0, **dict.fromkeys(COUNTS, 0))
     per_source, keep, inputs = {}, set(), []
-    for u in _units(cfg, run):
-        c, skipped = _unit_counts(u, out, cfg.ingest.incremental)
+    units, notes = _units(cfg, run)
+    for u in units:
+        c, skipped = _unit_counts(u, out, cfg.ingest.incremental, cfg.ingest.bad_utf8)
         _tally(total, per_source, u.label, c, skipped)
         keep.add(u.key)
         if not u.is_api: inputs.append(Path(u.file))
     _prune(out, keep)
     _merge_dead_letters(out, keep)
     total["invariant_ok"] = _invariant_ok(total)
-    total["sources"] = per_source
+    total["sources"], total["notes"] = per_source, notes
     print(_summary(total))
+    _print_notes(notes)
     if not total["invariant_ok"]: raise RuntimeError(f"ingest lost records: {total}")
     run.record("ingest", inputs=inputs, outputs=[out/"parts", out/"dead_letter.jsonl"], counts=total)
     return total

@@ -406,7 +406,8 @@ def plot_curves(log:list[dict], # the Trainer's log history
                ) -> Path:
     """The run's curves, one panel each. DPO: loss; chosen, rejected rewards and their margin; implicit-reward accuracy.
     GRPO: loss; mean reward and its spread within groups; completion length; the share of groups with no spread."""
-    import matplotlib; matplotlib.use("Agg")
+    import matplotlib
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     panels = CURVES[method]
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3))
@@ -414,7 +415,8 @@ def plot_curves(log:list[dict], # the Trainer's log history
         for k in keys:
             pts = [(h["step"], h[k]) for h in log if k in h]
             if pts: ax.plot(*zip(*pts), marker=".", label=k.split("/")[-1])
-        ax.set_title(title); ax.set_xlabel("step")
+        ax.set_title(title)
+        ax.set_xlabel("step")
         if len(keys) > 1: ax.legend(fontsize=8)
     axes[-1].set_ylim(-0.05, 1.05)
     return save_figure(fig, path, dpi=CURVES_DPI)

@@ -8,14 +8,16 @@ import json, re
 from functools import lru_cache
 from typing import NamedTuple
 import pyarrow as pa
+from .config_data import IngestLimits
 
 # %% auto #0
-__all__ = ['SCHEMA', 'SHAPE_KEYS', 'SHAPES', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF', 'SHAPE_FIELDS', 'THINK', 'END_THINK',
-           'REASONING_FIELDS', 'TURN_MARK', 'ROLE_END', 'HH_SPEAKER', 'HH_ROLES', 'PAIR_ROLES', 'Event', 'check_text',
-           'escaped', 'shape_of', 'BadRecord', 'tools_of', 'tool_call', 'messages_turns', 'sharegpt_turns',
-           'alpaca_turns', 'prompt_completion_turns', 'split_think', 'think_content', 'reasoned', 'check_turns',
-           'encode_turns', 'decode_turns', 'hh_turns', 'preference_turns', 'check_pair', 'pair_of', 'take_conversation',
-           'take_record', 'stored_chat', 'text_chunks']
+__all__ = ['SCHEMA', 'meta_json', 'LIMITS', 'SHAPE_KEYS', 'SHAPES', 'RE2_KEYWORDS', 'ROLES', 'SHAREGPT_ROLES', 'TURNS_OF',
+           'SHAPE_FIELDS', 'THINK', 'END_THINK', 'REASONING_FIELDS', 'TURN_MARK', 'ROLE_END', 'HH_SPEAKER', 'HH_ROLES',
+           'PAIR_ROLES', 'Event', 'check_text', 'escaped', 'unholdable', 'holdable', 'nests_deeper', 'too_deep',
+           'shape_of', 'BadRecord', 'NotJson', 'json_error', 'field_json', 'tools_of', 'tool_call', 'messages_turns',
+           'sharegpt_turns', 'alpaca_turns', 'prompt_completion_turns', 'split_think', 'think_content', 'reasoned',
+           'check_turns', 'encode_turns', 'decode_turns', 'hh_turns', 'preference_turns', 'check_pair', 'pair_of',
+           'take_conversation', 'take_record', 'stored_chat', 'text_chunks']
 
 # %% ../nbs/07_records.ipynb #b0505fc4
 class Event(NamedTuple):
@@ -34,20 +36,82 @@ SCHEMA = pa.schema([("text", pa.string()), ("source", pa.string()), ("file", pa.
                     ("ingest_time", pa.timestamp("s", tz="UTC")), ("meta", pa.string())])
 
 # %% ../nbs/07_records.ipynb #d195f435
-_BAD = re.compile("[\udc80-\udcff]")  # the lone surrogates `surrogateescape` turns undecodable bytes into
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what UTF-8 cannot hold; \udc80-\udcff: bytes `surrogateescape` kept
 
-def check_text(text:str, # a decoded text, maybe holding escaped bad bytes
+def _surrogate_reason(m:re.Match) -> str:
+    "Why a text holding the surrogate `m` found is refused: an undecodable byte, or a lone surrogate."
+    if "\udc80" <= m[0] <= "\udcff": return f"invalid utf-8 at character {m.start()}"
+    return f"lone surrogate U+{ord(m[0]):04X} at character {m.start()}: UTF-8 cannot hold it"
+
+def check_text(text:str, # a decoded text, maybe holding escaped bad bytes or lone surrogates
                policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
               ) -> tuple[str|None, str|None, bool]:
     "(text, None, repaired) if usable under `policy`, else (None, reason, False)."
-    m = _BAD.search(text)
+    m = _SURROGATE.search(text)
     if not m: return text, None, False
-    if policy != "replace": return None, f"invalid utf-8 at character {m.start()}", False
-    return _BAD.sub("\ufffd", text), None, True
+    if policy != "replace": return None, _surrogate_reason(m), False
+    return _SURROGATE.sub("\ufffd", text), None, True
+
+def _shown(m:re.Match) -> str:
+    "A surrogate as `escaped` writes it: the undecodable byte it stands for as \\xNN, else \\uNNNN."
+    c = ord(m[0])
+    return f"\\x{c - 0xdc00:02x}" if 0xdc80 <= c <= 0xdcff else f"\\u{c:04x}"
 
 def escaped(text:str) -> str:
-    "A string safe to write as UTF-8 JSON: undecodable bytes shown as \\xNN."
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    "A string safe to write as UTF-8 JSON: undecodable bytes shown as \\xNN, other lone surrogates as \\uNNNN."
+    return _SURROGATE.sub(_shown, text)
+
+# %% ../nbs/07_records.ipynb #hs000002
+meta_json = json.JSONEncoder(ensure_ascii=False, default=str).encode  # meta as JSON: one encoder, set up once
+
+def unholdable(s:str) -> bool:
+    "Whether UTF-8 (and so Parquet) cannot hold `s`: it has a lone surrogate."
+    return _SURROGATE.search(s) is not None
+
+def _surrogate_field(v, # a JSON value
+                     where:str # its field ("" at the top)
+                    ) -> tuple[str, re.Match]|None:
+    "(field, match) of the first string of `v` (keys too) that holds a surrogate; None when none does."
+    if isinstance(v, str): return (where, m) if (m := _SURROGATE.search(v)) else None
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, x in items:
+        w = f"{where}[{k}]" if isinstance(v, list) else f"{where}.{k}" if where else str(k)
+        if isinstance(k, str) and (m := _SURROGATE.search(k)): return w, m
+        if found := _surrogate_field(x, w): return found
+    return None
+
+def holdable(ev:Event, # an ok event
+             policy:str="quarantine" # `bad_utf8`: "quarantine" or "replace"
+            ) -> Event:
+    "`ev` when UTF-8 can hold its text and meta; else repaired (U+FFFD, counted) or a bad event naming the field."
+    if not (found := _surrogate_field(ev.text, "text") or _surrogate_field(ev.meta or {}, "")): return ev
+    if policy == "replace":
+        meta = json.loads(_SURROGATE.sub("\ufffd", meta_json(ev.meta or {})))
+        return ev._replace(text=_SURROGATE.sub("\ufffd", ev.text), meta=meta, repaired=True)
+    where, m = found
+    return Event("bad", ev.line, reason=f"field '{where}': {_surrogate_reason(m)}")
+
+# %% ../nbs/07_records.ipynb #lm000002
+LIMITS = IngestLimits()  # the defaults of `ingest.limits`
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.S)  # a JSON string, or one never closed
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+def nests_deeper(s:str, # JSON text, maybe not valid
+                 limit:int # the deepest nesting of arrays and objects allowed
+                ) -> bool:
+    "Whether `s` nests arrays and objects deeper than `limit`, told by its brackets outside strings (no parsing)."
+    if s.count("[") + s.count("{") <= limit: return False  # too few openings to nest deeper
+    depth = 0
+    for c in _NOT_BRACKET.sub("", _JSON_STRING.sub("", s)):
+        depth += 1 if c in "[{" else -1
+        if depth > limit: return True
+    return False
+
+def too_deep(what:str, # what nests: "the line", "field 'tools'", ...
+             limit:int # `ingest.limits.json_depth`
+            ) -> str:
+    "The reason of a dead letter for JSON nested deeper than `limit`."
+    return f"{what} nests JSON deeper than {limit} levels (ingest.limits.json_depth)"
 
 # %% ../nbs/07_records.ipynb #cv000002
 SHAPE_KEYS = {"preference": "chosen", "messages": "messages", "sharegpt": "conversations", "alpaca": "instruction",
@@ -75,33 +139,108 @@ def _get(obj:dict, key:str, kind=str, where:str|None=None):
         raise BadRecord(f"field '{where}' is {_kind(v)}, not a {'string' if kind is str else kind.__name__}")
     return v
 
+# %% ../nbs/07_records.ipynb #lm000005
+class NotJson(ValueError):
+    "JSON text `json.loads` refused; the message says where (or what)."
+
+def json_error(e:ValueError) -> str:
+    "What `json.loads` said, in one short line: the error and its column, or what else it refused."
+    return f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e).split(";")[0]
+
+def field_json(s:str, # the JSON text of a field of a record
+               where:str, # the field, for errors
+               limits:IngestLimits=LIMITS # `ingest.limits`
+              ):
+    "The value `s` writes; `BadRecord` when it nests deeper than `limits.json_depth`, `NotJson` when it is not JSON."
+    if nests_deeper(s, limits.json_depth): raise BadRecord(too_deep(f"field '{where}'", limits.json_depth))
+    try: return json.loads(s)
+    except ValueError as e: raise NotJson(json_error(e)) from None
+
 # %% ../nbs/07_records.ipynb #rt58cd01
-def _unjson(obj:dict, key:str) -> dict:
+def _unjson(obj:dict, key:str, limits:IngestLimits=LIMITS) -> dict:
     "`obj` with `obj[key]` parsed when it is a string: a list written as JSON (CSV, Parquet, LLaMA-Factory's `tools`)."
     if not isinstance(obj.get(key), str): return obj
-    try: return {**obj, key: json.loads(obj[key])}
-    except json.JSONDecodeError as e:
-        raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e.msg})") from None
+    try: return {**obj, key: field_json(obj[key], key, limits)}
+    except NotJson as e:
+        raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e})") from None
+
+@lru_cache(maxsize=1024)
+def _re2(pattern:str):
+    "`pattern` compiled by RE2 (quietly: RE2 logs a pattern it refuses); a `SchemaError` naming one it cannot run."
+    import re2
+    from jsonschema import SchemaError
+    opts = re2.Options()
+    opts.log_errors = False
+    try: return re2.compile(pattern, opts)
+    except re2.error as e: raise SchemaError(f"pattern {pattern!r} is not one RE2 runs ({e})") from None
+
+def _re2_search(pattern:str, text:str) -> bool:
+    "Whether RE2 finds `pattern` in `text`."
+    return _re2(pattern).search(text) is not None
+
+def _pattern(validator, pattern, instance, schema):
+    "jsonschema's `pattern` keyword, on RE2."
+    from jsonschema import ValidationError
+    if validator.is_type(instance, "string") and not _re2_search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+def _pattern_properties(validator, patterns, instance, schema):
+    "jsonschema's `patternProperties` keyword, on RE2."
+    if not validator.is_type(instance, "object"): return
+    for pattern, sub in patterns.items():
+        for k, v in instance.items():
+            if _re2_search(pattern, k): yield from validator.descend(v, sub, path=k, schema_path=pattern)
+
+def _additional_properties(validator, extra, instance, schema):
+    "jsonschema's `additionalProperties` keyword, the names `patternProperties` matches found by RE2."
+    from jsonschema import ValidationError
+    if not validator.is_type(instance, "object"): return
+    named, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extras = [k for k in instance if k not in named and not any(_re2_search(p, k) for p in patterns)]
+    if validator.is_type(extra, "object"):
+        for k in extras: yield from validator.descend(instance[k], extra, path=k)
+    elif extra is False and extras:
+        yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} unexpected)")
+
+def _regexes(s) -> list[str]:
+    "The regexes of a schema: every `pattern` string and every key of a `patternProperties`, at any depth."
+    if isinstance(s, list): return [r for v in s for r in _regexes(v)]
+    if not isinstance(s, dict): return []
+    own = ([s["pattern"]] if isinstance(s.get("pattern"), str) else []) + list(s.get("patternProperties") or {})
+    return own + [r for v in s.values() for r in _regexes(v)]
+
+RE2_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
+                "additionalProperties": _additional_properties}  # the keywords that run a schema's regexes
 
 @lru_cache(maxsize=1024)
 def _validator(schema:str):
-    "A validator for the JSON text `schema`, of the draft its `$schema` names (default the latest); else `SchemaError`."
+    "A validator for the JSON text `schema`, of the draft its `$schema` names (default the latest), regexes on RE2."
     import jsonschema  # here: its import takes 1.2 s (rfc3987_syntax builds a grammar); only records with tools need it
     s = json.loads(schema)
     (cls := jsonschema.validators.validator_for(s)).check_schema(s)
-    return cls(s)
+    for r in _regexes(s): _re2_search(r, "")  # each compiles in RE2, or the schema is refused naming it
+    return jsonschema.validators.extend(cls, RE2_KEYWORDS)(s)
 
 def _schema_error(e) -> str:
     "A jsonschema error in one short line: where, and what."
     return f"at {e.json_path}: {e.message if len(e.message) <= 100 else e.message[:97] + '...'}"
 
-def tools_of(obj:dict # a parsed record: its `tools` a list, a list written as JSON, or absent
+def _schema(params:dict, where:str, limits:IngestLimits) -> str:
+    "The JSON text of the schema `params` (at `where`), once it is not deeper than `limits.schema_depth`."
+    if "$schema" in params: _get(params, "$schema", str, f"{where}.$schema")
+    schema = json.dumps(params, sort_keys=True)
+    if nests_deeper(schema, limits.schema_depth):
+        raise BadRecord(f"field '{where}' nests deeper than {limits.schema_depth} levels (ingest.limits.schema_depth)")
+    return schema
+
+def tools_of(obj:dict, # a parsed record: its `tools` a list, a list written as JSON, or absent
+             limits:IngestLimits=LIMITS # `ingest.limits`
             ) -> list[dict]|None:
     "The record's tools checked (names unique, `parameters` a valid JSON schema), in OpenAI's form; None for none."
     if obj.get("tools") in (None, "", []): return None
     from jsonschema import SchemaError
     out, names = [], set()
-    for i, t in enumerate(_get(_unjson(obj, "tools"), "tools", list)):
+    for i, t in enumerate(_get(_unjson(obj, "tools", limits), "tools", list)):
         if not isinstance(t, dict): raise BadRecord(f"field 'tools[{i}]' is {_kind(t)}, not an object")
         if t.get("type", "function") != "function":
             raise BadRecord(f"field 'tools[{i}].type' is {t['type']!r}, not 'function'")
@@ -111,16 +250,32 @@ def tools_of(obj:dict # a parsed record: its `tools` a list, a list written as J
             raise BadRecord(f"field '{where}.name': a second tool named {name!r}")
         names.add(name)
         params = _get(fn, "parameters", dict, f"{where}.parameters") if "parameters" in fn else {}
-        try: _validator(json.dumps(params, sort_keys=True))
+        try: _validator(_schema(params, f"{where}.parameters", limits))
         except SchemaError as e:
             raise BadRecord(f"field '{where}.parameters' is not a valid JSON schema ({_schema_error(e)})") from None
         out.append({"type": "function", "function": fn})
     return out
 
 # %% ../nbs/07_records.ipynb #rt58cd02
+def _arguments(args, # a call's arguments: a JSON object, or JSON text of one
+               where:str, # their field, for errors
+               limits:IngestLimits # `ingest.limits`
+              ) -> dict:
+    "A call's arguments as an object, once they are no longer than `limits.argument_chars` nor nested too deep."
+    n = len(args) if isinstance(args, str) else len(json.dumps(args, ensure_ascii=False, default=str))
+    if n > limits.argument_chars:
+        raise BadRecord(f"field '{where}' is {n:,} characters, more than {limits.argument_chars:,} "
+                        "(ingest.limits.argument_chars)")
+    if isinstance(args, str):
+        try: args = field_json(args, where, limits)
+        except NotJson as e: raise BadRecord(f"field '{where}' is not JSON ({e})") from None
+    if not isinstance(args, dict): raise BadRecord(f"field '{where}' is {_kind(args)}, not an object")
+    return args
+
 def tool_call(call, # OpenAI's {"id"?, "type": "function", "function": {"name", "arguments"}}, or {"name", "arguments"}
               tools:list|None, # the record's tools, as `tools_of` gives them
-              where:str # the call's field, for errors
+              where:str, # the call's field, for errors
+              limits:IngestLimits=LIMITS # `ingest.limits`: the arguments' depth and size
              ) -> dict:
     """The call checked (one of `tools`, arguments a JSON object its schema accepts), in OpenAI's form, arguments an
     object."""
@@ -134,14 +289,17 @@ def tool_call(call, # OpenAI's {"id"?, "type": "function", "function": {"name", 
     if name not in by_name:
         raise BadRecord(f"field '{where}.name': {name!r} is not one of the record's tools "
                         f"({', '.join(by_name) or 'none'})")
-    args = fn.get("arguments")
-    if isinstance(args, str):
-        try: args = json.loads(args)
-        except json.JSONDecodeError as e:
-            raise BadRecord(f"field '{where}.arguments' is not JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(args, dict): raise BadRecord(f"field '{where}.arguments' is {_kind(args)}, not an object")
+    args = _arguments(fn.get("arguments"), f"{where}.arguments", limits)
     schema = json.dumps(by_name[name].get("parameters", {}), sort_keys=True)
-    if err := next(_validator(schema).iter_errors(args), None):
+    from referencing.exceptions import Unresolvable  # jsonschema's own dependency: it resolves `$ref`
+    try: err = next(_validator(schema).iter_errors(args), None)
+    except Unresolvable as e:
+        raise BadRecord(f"field '{where}.arguments': the schema of tool {name!r} refers to {e.ref!r}, which it does "
+                        "not hold (nothing is fetched), so the arguments cannot be checked") from None
+    except RecursionError:  # a schema that refers to itself walks the arguments' depth, ~4 Python frames a level
+        raise BadRecord(f"field '{where}.arguments' nest too deep for the schema of tool {name!r} to check them "
+                        "(ingest.limits.json_depth above its default)") from None
+    if err:
         raise BadRecord(f"field '{where}.arguments' fails the schema of tool {name!r} ({_schema_error(err)})")
     return {**cid, "type": "function", "function": {"name": name, "arguments": args}}
 
@@ -155,7 +313,7 @@ def _content(c, where:str) -> str:
     if not isinstance(c, str): raise BadRecord(f"field '{where}' is {_kind(c)}, not a string")
     return c
 
-def messages_turns(obj:dict, key:str="messages") -> list[tuple]:
+def messages_turns(obj:dict, key:str="messages", limits:IngestLimits=LIMITS) -> list[tuple]:
     "The turns of an OpenAI messages list at `obj[key]`, tool calls checked against `obj['tools']` (`tool_call`)."
     out = []
     for i, m in enumerate(_get(obj, key, list)):
@@ -166,7 +324,8 @@ def messages_turns(obj:dict, key:str="messages") -> list[tuple]:
         extras = {k: v for k, v in m.items() if k not in ("role", "content")}
         if role == "assistant" and extras.pop("tool_calls", None):  # an empty list or null: no calls
             calls = _get(m, "tool_calls", list, f"{f}.tool_calls")
-            extras["tool_calls"] = [tool_call(c, obj.get("tools"), f"{f}.tool_calls[{j}]") for j, c in enumerate(calls)]
+            extras["tool_calls"] = [tool_call(c, obj.get("tools"), f"{f}.tool_calls[{j}]", limits)
+                                    for j, c in enumerate(calls)]
         c = m.get("content")
         c = "" if c is None and extras.get("tool_calls") else _content(c, f"{f}.content")
         out.append((f"{f}.content", role, c, extras))
@@ -180,15 +339,14 @@ def _system(obj:dict) -> list[tuple]:
     "A system turn from the record's optional `system` field."
     return [("system", "system", _get(obj, "system"), {})] if obj.get("system") not in (None, "") else []
 
-def _function_call(value:str, tools:list|None, where:str) -> dict:
+def _function_call(value:str, tools:list|None, where:str, limits:IngestLimits) -> dict:
     "The extras of a ShareGPT `function_call` turn: the call (or list of calls) its value writes as JSON, checked."
-    try: v = json.loads(value)
-    except json.JSONDecodeError as e:
-        raise BadRecord(f"field '{where}' is not a tool call written as JSON ({e.msg})") from None
+    try: v = field_json(value, where, limits)
+    except NotJson as e: raise BadRecord(f"field '{where}' is not a tool call written as JSON ({e})") from None
     calls = [(f"{where}[{j}]", c) for j, c in enumerate(v)] if isinstance(v, list) else [(where, v)]
-    return {"tool_calls": [tool_call(c, tools, w) for w, c in calls]}
+    return {"tool_calls": [tool_call(c, tools, w, limits) for w, c in calls]}
 
-def sharegpt_turns(obj:dict) -> list[tuple]:
+def sharegpt_turns(obj:dict, limits:IngestLimits=LIMITS) -> list[tuple]:
     "The turns of a ShareGPT record (`conversations` of `from`/`value`, an optional `system`)."
     out = _system(obj)
     for i, m in enumerate(_get(obj, "conversations", list)):
@@ -199,10 +357,10 @@ def sharegpt_turns(obj:dict) -> list[tuple]:
         v, role = _content(m.get("value"), f"{f}.value"), SHAREGPT_ROLES[who]
         call = who == "function_call"  # an assistant turn with no content and the calls of the value
         out.append((f"{f}.value", role, "" if call else v,
-                    _function_call(v, obj.get("tools"), f"{f}.value") if call else {}))
+                    _function_call(v, obj.get("tools"), f"{f}.value", limits) if call else {}))
     return out
 
-def alpaca_turns(obj:dict) -> list[tuple]:
+def alpaca_turns(obj:dict, limits:IngestLimits=LIMITS) -> list[tuple]:  # `limits`: as the others (no JSON inside)
     "The turns of an Alpaca record: optional `system` and `history` pairs, then `instruction` (+ `input`) → `output`."
     question, extra = _get(obj, "instruction"), obj.get("input") or ""
     if not isinstance(extra, str): raise BadRecord(f"field 'input' is {_kind(extra)}, not a string")
@@ -214,10 +372,10 @@ def alpaca_turns(obj:dict) -> list[tuple]:
     user = question + ("\n\n" + extra if extra else "")
     return out + [("instruction", "user", user, {}), ("output", "assistant", _get(obj, "output"), {})]
 
-def prompt_completion_turns(obj:dict) -> list[tuple]:
+def prompt_completion_turns(obj:dict, limits:IngestLimits=LIMITS) -> list[tuple]:
     "The turns of a prompt/completion record: strings, or lists of messages."
     def part(key, role):
-        if isinstance(obj.get(key), list): return messages_turns(obj, key)
+        if isinstance(obj.get(key), list): return messages_turns(obj, key, limits)
         return [(key, role, _get(obj, key), {})]
     return part("prompt", "user") + part("completion", "assistant")
 
@@ -337,26 +495,27 @@ def hh_turns(text:str, # an HH transcript: "\n\nHuman: …\n\nAssistant: …"
 
 
 # %% ../nbs/07_records.ipynb #pp000005
-def _answer_side(obj:dict, key:str) -> tuple:
+def _answer_side(obj:dict, key:str, limits:IngestLimits) -> tuple:
     "A side after an explicit prompt: a string, or a list of one assistant message."
     if not isinstance(obj.get(key), list): return (key, "assistant", _get(obj, key), {})
-    turns = messages_turns(obj, key)
+    turns = messages_turns(obj, key, limits)
     if [r for _, r, _, _ in turns] != ["assistant"]:
         raise BadRecord(f"field '{key}' holds {len(turns)} turn(s) ({', '.join(r for _, r, _, _ in turns) or 'none'}), "
                         "not one assistant answer")
     return turns[0]
 
-def _whole_side(obj:dict, key:str) -> list[tuple]:
+def _whole_side(obj:dict, key:str, limits:IngestLimits) -> list[tuple]:
     "A side that holds the whole conversation: a list of messages, or an HH transcript."
-    return messages_turns(obj, key) if isinstance(obj.get(key), list) else hh_turns(_get(obj, key), key)
+    return messages_turns(obj, key, limits) if isinstance(obj.get(key), list) else hh_turns(_get(obj, key), key)
 
-def preference_turns(obj:dict) -> list[tuple]:
+def preference_turns(obj:dict, limits:IngestLimits=LIMITS) -> list[tuple]:
     "The turns of a preference pair: the prompt's, then the chosen answer, then the rejected one (both `assistant`)."
     if "prompt" in obj:
         p = obj["prompt"]
-        prompt = messages_turns(obj, "prompt") if isinstance(p, list) else [("prompt", "user", _get(obj, "prompt"), {})]
-        return prompt + [_answer_side(obj, "chosen"), _answer_side(obj, "rejected")]
-    c, r = _whole_side(obj, "chosen"), _whole_side(obj, "rejected")
+        prompt = messages_turns(obj, "prompt", limits) if isinstance(p, list) else \
+                 [("prompt", "user", _get(obj, "prompt"), {})]
+        return prompt + [_answer_side(obj, "chosen", limits), _answer_side(obj, "rejected", limits)]
+    c, r = _whole_side(obj, "chosen", limits), _whole_side(obj, "rejected", limits)
     for i, (a, b) in enumerate(zip(c[:-1], r[:-1])):
         if a[1:3] != b[1:3]:
             raise BadRecord(f"field '{b[0]}': the prompt differs between chosen and rejected (turn {i})")
@@ -395,32 +554,33 @@ def pair_of(turns:list[dict] # a stored record's turns (`decode_turns`)
 def take_conversation(obj:dict, # a parsed record of a conversation shape
                       shape:str, # one of `TURNS_OF`
                       policy:str, # `bad_utf8`: "quarantine" or "replace"
-                      line:int=0 # the record's line, row or item number
+                      line:int=0, # the record's line, row or item number
+                      limits:IngestLimits=LIMITS # `ingest.limits`: how deep and big its JSON may be
                      ) -> Event:
     "An ok event with the conversation's stored text (`encode_turns`) and the other fields as `meta`, or a bad one."
     key = SHAPE_KEYS[shape]
     try:
-        if shape in ("messages", "sharegpt"): obj = _unjson(obj, key)  # a list written as JSON (CSV, Parquet)
-        obj = {**obj, "tools": tools_of(obj)}  # what the turns' tool calls are checked against
-        turns = TURNS_OF[shape](obj)
+        if shape in ("messages", "sharegpt"): obj = _unjson(obj, key, limits)  # a list written as JSON (CSV, Parquet)
+        obj = {**obj, "tools": tools_of(obj, limits)}  # what the turns' tool calls are checked against
+        turns = TURNS_OF[shape](obj, limits=limits)
         turns, repaired = check_pair(turns, policy) if shape == "preference" else check_turns(turns, key, policy)
     except BadRecord as e: return Event("bad", line, reason=str(e))
     # tools: checked, or none
     meta = {k: v for k, v in obj.items() if k not in SHAPE_FIELDS[shape] and (v or k != "tools")}
     extras = {i: x for i, (*_, x) in enumerate(turns) if x}
     return Event("ok", line, text=encode_turns([(r, c) for _, r, c, _ in turns]),
-                 meta=meta | ({"turn_extras": extras} if extras else {}),
-                 repaired=repaired)
+                 meta=meta | ({"turn_extras": extras} if extras else {}), repaired=repaired)
 
 def take_record(obj, # a parsed record: a JSON value, a CSV row or a Parquet row as a dict
                 text_field:str, # the field holding the text (plain-text records)
                 policy:str, # `bad_utf8`: "quarantine" or "replace"
                 line:int=0, # the record's line, row or item number
-                shape:str="auto" # "auto" (the keys decide, `shape_of`) or one of `SHAPES`
+                shape:str="auto", # "auto" (the keys decide, `shape_of`) or one of `SHAPES`
+                limits:IngestLimits=LIMITS # `ingest.limits`: how deep and big its JSON may be
                ) -> Event:
     "An ok event with the text (or stored conversation) and the other fields as `meta`, or a bad event with the reason."
     if not isinstance(obj, dict): return Event("bad", line, reason=f"not a json object but {type(obj).__name__}")
-    if (s := shape_of(obj, shape)) != "text": return take_conversation(obj, s, policy, line)
+    if (s := shape_of(obj, shape)) != "text": return take_conversation(obj, s, policy, line, limits)
     if text_field not in obj: return Event("bad", line, reason=f"missing field '{text_field}'")
     t = obj[text_field]
     if not isinstance(t, str):

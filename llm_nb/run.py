@@ -15,8 +15,8 @@ from .env import package_version
 __all__ = ['HASH_CHUNK', 'TEMP_RUNS', 'VERSIONED', 'LOCK_FILE', 'json_safe', 'sha256_file', 'file_key', 'describe_files',
            'save_figure', 'in_jupyter', 'show_table', 'show_scores', 'is_main_process', 'run_folder', 'Run',
            'project_root', 'kept_runs', 'shown_path', 'RunError', 'read_json', 'write_text_atomic', 'write_json_atomic',
-           'flocked', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256', 'config_sha256', 'timed_stage', 'Stage',
-           'declares']
+           'flocked', 'StageRefused', 'refuse_empty', 'RunLocked', 'disk_space', 'git_revision', 'json_sha256',
+           'config_sha256', 'timed_stage', 'Stage', 'declares']
 
 # %% ../nbs/02_run.ipynb #6ba1e353
 def json_safe(x):
@@ -212,6 +212,20 @@ def update_json(self:Run, name:str, change) -> dict|None:
 def set_entry(self:Run, name:str, stage:str, entry:dict) -> dict|None:
     "Set `stage`'s entry in the run's JSON file `name`, keeping the other stages' entries."
     return self.update_json(name, lambda data: data.setdefault("stages", {}).__setitem__(stage, entry))
+
+# %% ../nbs/02_run.ipynb #kn000002
+class StageRefused(RunError):
+    "A stage stopped on purpose: what it would pass on is empty or wrong; the message counts why and what to change."
+
+def refuse_empty(stage:str, # the stage's name
+                 rows_in:int, # what it read
+                 reasons:dict, # {reason: records} of those it did not keep
+                 where:str # the file that lists them, for the message
+                ) -> None:
+    "Raise `StageRefused` naming `stage`, its input and its reasons counted, most first."
+    counted = ", ".join(f"{r} {n:,}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])) or "no reason given"
+    raise StageRefused(f"stage {stage} kept no record of {rows_in:,} ({counted}); the stages after it would train on "
+                       f"nothing: see {where}")
 
 # %% ../nbs/02_run.ipynb #r0c00002
 LOCK_FILE = ".llm_nb.lock"  # the writer lock of a run folder, and who holds it

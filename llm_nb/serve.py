@@ -304,9 +304,11 @@ def _vllm_engine_cmd(cfg, run, port:int, adapter:bool=True) -> list[str]:
 # %% ../nbs/41_serve.ipynb #d4e0c002
 def server_api_key(sc # `Config.serve` (validated: beyond loopback it has a key or `allow_no_key`)
                   ) -> str|None:
-    "The key `serve.api_key_env` names (a `KeyError` when it is not set); None without one, said when exposed."
+    "The key `serve.api_key_env` names (a `ConfigError` when it is not set); None without one, said when exposed."
     key = os.environ.get(sc.api_key_env) if sc.api_key_env else None
-    if sc.api_key_env and not key: raise KeyError(f"serve.api_key_env={sc.api_key_env!r} is not set in the environment")
+    if sc.api_key_env and not key:
+        raise ConfigError(f"serve.api_key_env: the environment variable {sc.api_key_env} is not set (or empty): "
+                          f"export {sc.api_key_env}=<the key> before serving, or name the variable that holds it")
     if key is None and reachable_from_outside(sc.host):
         print(f"warning: serving on {sc.host} without an API key (serve.allow_no_key): anyone who reaches the port "
               "can use the model")

@@ -21,10 +21,14 @@ def t_within(t:float, # a point >= 0
     s, c2 = math.sin(th), math.cos(th)**2
     if df % 2 == 0:  # 1 + c²/2 + (1·3)/(2·4) c⁴ + ... up to c^(df-2), times sin θ
         term = total = 1.0
-        for k in range(2, df - 1, 2): term *= (k - 1)/k*c2; total += term
+        for k in range(2, df - 1, 2):
+            term *= (k - 1)/k*c2
+            total += term
         return s*total
     term = total = math.cos(th) if df > 1 else 0.0  # cos θ + (2/3) cos³θ + ... up to cos^(df-2) θ
-    for k in range(3, df - 1, 2): term *= (k - 1)/k*c2; total += term
+    for k in range(3, df - 1, 2):
+        term *= (k - 1)/k*c2
+        total += term
     return 2/math.pi*(th + s*total)
 
 def t_quantile(level:float, # the two-sided coverage, e.g. 0.95

@@ -13,27 +13,32 @@ import torch
 from .config import ConfigError
 from .env import resolve_loading
 from .records import THINK, TURN_MARK, decode_turns, pair_of, stored_chat
-from .chat import chat_template, fit_turns, render_chats
+from .chat import chat_template, encode_as_text, fit_turns, render_chats, special_in
 from .run import Stage, save_figure, sha256_file
 from .model import load_tokenizer
 from .artifacts import base_model_path
 
 # %% auto #0
-__all__ = ['EXAMPLE_COLUMNS', 'FATES', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths', 'pack_batch', 'truncate_batch',
-           'tokenize_chats', 'chat_of', 'tokenize_records', 'pack_chats', 'collate_samples', 'chat_batches',
-           'grouped_padding', 'set_padding_side', 'length_bins', 'eval_per_bin', 'stratified_split', 'split_stats',
-           'plot_lengths', 'make_examples', 'save_split', 'conversation_template', 'chat_counts', 'write_unrenderable',
-           'run_tokenize']
+__all__ = ['EXAMPLE_COLUMNS', 'FATES', 'SPECIAL', 'REJECTED', 'TOKENIZE', 'encode', 'tokenize_batch', 'token_lengths',
+           'pack_batch', 'truncate_batch', 'tokenize_chats', 'chat_of', 'tokenize_records', 'pack_chats',
+           'collate_samples', 'chat_batches', 'grouped_padding', 'set_padding_side', 'length_bins', 'eval_per_bin',
+           'stratified_split', 'split_stats', 'plot_lengths', 'make_examples', 'save_split', 'conversation_template',
+           'chat_counts', 'special_counts', 'write_dead_letters', 'run_tokenize']
 
 # %% ../nbs/21_tokenize.ipynb #2d8e5a1c
 def encode(tok, # the model's tokenizer
            texts:list # strings
           ) -> list:
-    "Token ids (with special tokens) of `texts`: from the fast backend directly when it has one, else `tok(texts)`."
+    """Token ids (with special tokens) of `texts`, each special token's text in them tokenized as the text it is
+    (chat's `encode_as_text`): from the fast backend directly when it has one, else `tok(texts)`."""
     be = getattr(tok, "backend_tokenizer", None)
-    if be is None or be.truncation or be.padding: return tok(texts, add_special_tokens=True)["input_ids"]
+    if be is None or be.truncation or be.padding:
+        return tok(texts, add_special_tokens=True, split_special_tokens=True)["input_ids"]
+    held = {k for k, t in enumerate(texts) if special_in(tok, t)}
     fast = getattr(be, "encode_batch_fast", be.encode_batch)  # tokenizers >= 0.21: no offsets
-    return [e.ids for e in fast(texts, add_special_tokens=True)]
+    usual = iter(e.ids for e in fast([t for k, t in enumerate(texts) if k not in held], add_special_tokens=True))
+    split = iter(encode_as_text(tok, [texts[k] for k in sorted(held)]) if held else [])
+    return [next(split) if k in held else next(usual) for k in range(len(texts))]
 
 # %% ../nbs/21_tokenize.ipynb #57a64380
 def tokenize_batch(batch:dict, # a `datasets` batch with a `text` column
@@ -124,25 +129,40 @@ def chat_of(text:str, # a stored conversation (`encode_turns`)
     chat = stored_chat(text, json.loads(meta) if meta else {})
     return chat["messages"], chat["tools"]
 
+def _special_in_record(tok, text:str, chat:tuple|None) -> tuple[str, str]:
+    """(field, string) of the first special token's text that a record holds, in its plain text or its (messages,
+    tools); ('', '') where none."""
+    found = special_in(tok, text, "text") if chat is None else special_in(tok, dict(messages=chat[0], tools=chat[1]))
+    return found[0] if found else ("", "")
+
 def tokenize_records(batch:dict, # a `datasets` batch: `text` column (plain text or stored conversation), maybe `meta`
                      tok, # the model's tokenizer
                      template:str|None, # the chat template, when there are conversations
                      tc # `Config.tokenize`
                     ) -> dict:
-    """input_ids, labels, fate (`text`, `preference` for a pair: no ids, or a conversation's, see `tokenize_chats`) and
-    why of each record."""
+    """input_ids, labels, fate (`text`, `preference` for a pair: no ids, `special_in_content` for a record left out by
+    `tokenize.special_in_content: reject`, or a conversation's, see `tokenize_chats`), why, and special and
+    special_field (the first special token's text it holds and where, or "") of each record."""
     texts = batch["text"]
     chats = [decode_turns(t) for t in texts]
-    out = {"input_ids": [None] * len(texts), "labels": [None] * len(texts), "fate": ["text"] * len(texts),
-           "why": [""] * len(texts)}
+    n, metas = len(texts), batch.get("meta") or [None] * len(texts)
+    out = {"input_ids": [None] * n, "labels": [None] * n, "fate": ["text"] * n, "why": [""] * n,
+           "special": [""] * n, "special_field": [""] * n}
     for i in (i for i, c in enumerate(chats) if c is not None and pair_of(c)):
         out["fate"][i], chats[i] = "preference", None
-    plain = [i for i, c in enumerate(chats) if c is None and out["fate"][i] == "text"]
+    talk = {i: chat_of(texts[i], c, metas[i]) for i, c in enumerate(chats) if c is not None}
+    for i in (i for i in range(n) if out["fate"][i] != "preference"):
+        field, found = _special_in_record(tok, texts[i], talk.get(i))
+        out["special_field"][i], out["special"][i] = field, found
+        if found and tc.special_in_content == "reject":
+            out["fate"][i], out["input_ids"][i], out["labels"][i] = "special_in_content", [], []
+            out["why"][i] = f"{field} holds {found!r}, a special token's text (tokenize.special_in_content: reject)"
+            talk.pop(i, None)
+    plain = [i for i in range(n) if out["fate"][i] == "text" and i not in talk]
     for i, x in zip(plain, tokenize_batch({"text": [texts[i] for i in plain]}, tok)["input_ids"]):
         out["input_ids"][i] = out["labels"][i] = x
-    talk, metas = [i for i, c in enumerate(chats) if c is not None], batch.get("meta") or [None] * len(texts)
     if talk:
-        messages, tools = zip(*(chat_of(texts[i], chats[i], metas[i]) for i in talk))
+        messages, tools = zip(*talk.values())
         for i, *row in zip(talk, *tokenize_chats(list(messages), tok, template, tc, list(tools))):
             for k, v in zip(("input_ids", "labels", "fate", "why"), row): out[k][i] = v
     return out
@@ -369,41 +389,72 @@ def conversation_template(src:Path, # clean/clean.parquet
     with duckdb.connect() as con: n = con.execute(q, [str(src), TURN_MARK]).fetchone()[0]  # not the shared default one
     return chat_template(tok, tc.chat_template, tc.chat_template_options) if n else None
 
+SPECIAL = "special_in_content"  # the fate of a record that `tokenize.special_in_content: reject` leaves out
+REJECTED = ("unrenderable", SPECIAL)  # the fates of the records written as dead letters
+
 def chat_counts(ids) -> dict:
     "Conversations by fate, with their tokens and trained tokens, from `tokenize_records`' output."
     import pyarrow as pa, pyarrow.compute as pc
     t = ids.with_format("arrow")[:]
-    talk = t.filter(pc.invert(pc.is_in(t["fate"], pa.array(["text", "preference"]))))
+    talk = t.filter(pc.invert(pc.is_in(t["fate"], pa.array(["text", "preference", SPECIAL]))))
     labels = pc.list_flatten(talk["labels"])
     fates = Counter(talk["fate"].to_pylist())
     pairs = pc.sum(pc.equal(t["fate"], "preference")).as_py() or 0  # left to the preference stage
     return dict(records=talk.num_rows, preference_pairs=pairs, **{f: fates[f] for f in FATES}, tokens=len(labels),
                 trained_tokens=int(pc.sum(pc.not_equal(labels, -100)).as_py() or 0))
 
-def write_unrenderable(ids, # `tokenize_records`' output, with records' `file` and `line` where clean.parquet has them
+def _place(r:dict) -> str:
+    "Where record `r` came from: file:line, where clean.parquet has them."
+    return f"{r.get('file')}:{r.get('line')}"
+
+def special_counts(ids, # `tokenize_records`' output (special, special_field, fate; file and line where it has them)
+                   tc # `Config.tokenize`: special_in_content
+                  ) -> dict:
+    """The records that hold a special token's text: how many (plain texts, conversations), what was done with them
+    (`tokenize.special_in_content`), the first one's place, field and string."""
+    held = ids.filter(lambda s: [x != "" for x in s], input_columns="special", batched=True)
+    texts = sum(f == "text" for f in held["special_field"])
+    out = dict(records=len(held), texts=texts, conversations=len(held) - texts, action=tc.special_in_content,
+               rejected=sum(f == SPECIAL for f in held["fate"]))
+    if len(held): out["first"] = dict(place=_place(held[0]), field=held[0]["special_field"], special=held[0]["special"])
+    return out
+
+def write_dead_letters(ids, # `tokenize_records`' output, with records' `file` and `line` where clean.parquet has them
                        folder:Path # the stage's folder: rejected.jsonl is written there
                       ) -> list[dict]:
-    """The conversations the template could not render, as dead letters {file, line, reason} in `folder`/rejected.jsonl
-    (none: no file)."""
-    bad = ids.filter(lambda f: [x == "unrenderable" for x in f], input_columns="fate", batched=True)
-    letters = [dict(file=r.get("file"), line=r.get("line"), reason=r["why"])
-               for r in bad.select_columns([c for c in ("file", "line", "why") if c in bad.column_names])]
+    """The records left out (fates `REJECTED`: a conversation the template could not render, a record holding a
+    special token's text under `tokenize.special_in_content: reject`) as dead letters {file, line, reason} (and field,
+    special for the latter) in `folder`/rejected.jsonl (none: no file)."""
+    bad = ids.filter(lambda f: [x in REJECTED for x in f], input_columns="fate", batched=True)
+    cols = [c for c in ("file", "line", "why", "fate", "special_field", "special") if c in bad.column_names]
+    letters = [dict(file=r.get("file"), line=r.get("line"), reason=r["why"]) |
+               (dict(field=r["special_field"], special=r["special"]) if r["fate"] == SPECIAL else {})
+               for r in bad.select_columns(cols)]
     path = Path(folder)/"rejected.jsonl"
     if letters: path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in letters), encoding="utf-8")
     else: path.unlink(missing_ok=True)  # none: no file (an earlier run's goes)
     return letters
 
 # %% ../nbs/21_tokenize.ipynb #9b4c3db0
-def _unrenderable(ids, out:Path, talk:dict):
-    """Dead letters of the conversations the template cannot render; a `ConfigError` with the first reason when none
-    renders."""
-    if not (bad := write_unrenderable(ids, out)): return
+def _unrenderable(letters:list, talk:dict):
+    """Say how many conversations the template cannot render (of the dead letters `letters`); a `ConfigError` with the
+    first reason when none renders."""
+    if not (bad := [x for x in letters if "special" not in x]): return
     where = f"{bad[0]['file']}:{bad[0]['line']}: {bad[0]['reason']}"
     if len(bad) == talk["records"]:
         raise ConfigError(f"tokenize: the chat template renders none of the {len(bad)} conversations "
                           f"(tokenize/rejected.jsonl), e.g. {where}")
     print(f"tokenize: {len(bad)} of {talk['records']} conversations the chat template cannot render, left out "
           f"(tokenize/rejected.jsonl), e.g. {where}")
+
+def _special_said(held:dict):
+    "Say how many records hold a special token's text and what was done with them (`special_counts`), where any do."
+    if not held["records"]: return
+    first, split = held["first"], held["action"] == "split"
+    print(f"tokenize: {held['records']} records hold a special token's text ({held['texts']} plain texts, "
+          f"{held['conversations']} conversations), e.g. {first['place']} {first['field']}: {first['special']!r}: "
+          + ("tokenized as text" if split else "left out (tokenize/rejected.jsonl)")
+          + f" (tokenize.special_in_content: {held['action']})")
 
 TOKENIZE = Stage("tokenize", reads=("clean/clean.parquet", "model"), writes=("tokenize",))
 
@@ -423,10 +474,15 @@ def run_tokenize(cfg, run) -> dict:
         tokenize_records, batched=True, batch_size=tc.batch_size, num_proc=tc.num_proc if tc.num_proc > 1 else None,
         remove_columns=["text", "meta"],
         fn_kwargs=dict(tok=tok, template=template, tc=tc), desc="tokenize")
-    talk = chat_counts(ids) if template else None
-    if talk: _unrenderable(ids, out, talk)
+    talk, held = chat_counts(ids) if template else None, special_counts(ids, tc)
+    letters = write_dead_letters(ids, out)
+    if talk: _unrenderable(letters, talk)
+    _special_said(held)
     ids = ids.filter(lambda f: [x in ("text", "kept", "truncated") for x in f], input_columns="fate", batched=True)
-    ids = ids.remove_columns([c for c in ("file", "line", "why") if c in ids.column_names])
+    ids = ids.remove_columns([c for c in ("file", "line", "why", "special", "special_field") if c in ids.column_names])
+    if not len(ids) and held["rejected"]:
+        raise ConfigError(f"tokenize.special_in_content=reject: {held['rejected']} records hold a special token's "
+                          f"text and were left out (tokenize/rejected.jsonl), and no other is left: set it to split")
     if not len(ids) and talk: raise ConfigError(f"tokenize.max_length={tc.max_length} is shorter than every "
                                                 f"conversation's first answer ({talk['records']} records): raise it")
     lengths = token_lengths(ids)
@@ -440,6 +496,7 @@ def run_tokenize(cfg, run) -> dict:
     if template: tok.chat_template = template  # trained with it: saved with the tokenizer, served with it
     tok.save_pretrained(str(out/"tokenizer"))
     if talk: counts["conversations"] = talk
+    counts["special_in_content"] = held
     counts["split"] = _write_split(out, lengths, split, tc)
     unit = f"blocks of {tc.max_length} tokens" if tc.pack else f"records cut to {tc.max_length} tokens"
     print(f"tokenize: {tc.split} split: train {counts['train']['examples']}, eval {counts['eval']['examples']} {unit}")

@@ -1,7 +1,8 @@
 """The joins between modules, read from the code (AST): no module imports another's private names (bench/ included),
 no import cycle at module level, each module imported once at a module's top, and a module imports the package's own
 modules inside a function only where the list below says why. And every numbered notebook opens with its map: what
-Run All does and how long it takes here, where it writes, how to use the result, with links to headings that exist."""
+Run All does and how long it takes here, where it writes, how to use the result, with links to headings that exist.
+And one statement a line in the package (no semicolons)."""
 import ast, json, re, sys
 from collections import Counter
 from pathlib import Path
@@ -67,3 +68,11 @@ def test_no_code_cell_over_80_lines():
     long = [f"{nb.name}: cell {c.get('id')} has {len(c['source'])} lines" for nb in sorted((ROOT/"nbs").glob("*.ipynb"))
             for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code" and len(c["source"]) > 80]
     assert long == [], "\n".join(long)
+
+def test_no_statements_joined_by_semicolons():
+    "One statement a line in the package: `a(); b()` hides the second from a reader skimming the left edge."
+    import io, tokenize
+    joined = [f"{p.relative_to(ROOT)}:{t.start[0]}" for p in sorted(MODULES.values())
+              for t in tokenize.generate_tokens(io.StringIO(p.read_text()).readline)
+              if t.type == tokenize.OP and t.string == ";"]
+    assert joined == [], "\n".join(joined)
