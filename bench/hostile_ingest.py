@@ -1,4 +1,5 @@
-"""Benchmark: a JSON Lines file of every hostile kind issue #70 found, ingested at two sizes: time linear in size.
+"""Benchmark: a JSON Lines file of every hostile kind issue #70 found, ingested at two sizes: time linear in size;
+then cleaned and tokenized, without a stage failure.
 
 The file cycles through the kinds (tests/test_ingest_adversarial.py's lines): JSON nested 5,000 deep, a tool schema
 51 levels deep, tool-call arguments 10,000 deep, a `$schema` that is a list, a `$ref` to a document not there, an
@@ -14,7 +15,9 @@ Targets, written before measuring (exit status 1 when one is missed):
   * time linear in size: seconds per line at `--lines` (10,000) / seconds per line at a tenth of it <= 1.5;
   * no stage failure, and every planted bad line dead-lettered by line: the dead letters' lines are the planted ones,
     for each source, each with a reason;
-  * the counts match the parts: each source's part holds its kept rows, and kept + quarantined = read.
+  * the counts match the parts: each source's part holds its kept rows, and kept + quarantined = read;
+  * the stages after ingest take what it kept without failing: clean, model (the tiny one, not pretrained) and
+    tokenize run on the full-size run (`run_pipeline`), each stage's seconds printed.
 
     python bench/hostile_ingest.py [--lines 10000] [--repeat 3] [--smoke]
 
@@ -28,6 +31,7 @@ from _data import Targets, add_smoke_arg
 import pyarrow.parquet as pq
 from llm_nb.config import demo_config
 from llm_nb.ingest import run_ingest
+from llm_nb.pipeline import run_pipeline
 from llm_nb.run import Run
 import test_ingest_adversarial as hostile
 
@@ -75,6 +79,15 @@ def accounted(run:Run, c:dict, bad:set[int]) -> tuple[bool, bool]:
     counts = all(parts.get(s, 0) == c["sources"][s]["kept"] for s in ("one", "two"))
     return lettered and all(x["reason"] for x in dead), counts and c["invariant_ok"]
 
+def downstream(run:Run) -> tuple[bool, str]:
+    "(no stage failed, what each did) of clean, model (tiny, not pretrained) and tokenize on `run`'s ingest."
+    cfg = run.cfg.model_copy(update={"model": run.cfg.model.model_copy(update={"tiny": run.cfg.model.tiny.model_copy(
+        update={"pretrain_steps": 0})})})
+    try: done = run_pipeline(cfg, stages=["clean", "model", "tokenize"], seeds=[])
+    except Exception as e: return False, f"{type(e).__name__}: {str(e)[:300]}"
+    rep = json.loads((done.dir/"report.json").read_text())
+    return True, ", ".join(f"{s} {t:.1f}s" for s, t in rep["summary"]["seconds"].items())
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=10_000, help="the full size; the small one is a tenth of it")
@@ -98,6 +111,8 @@ def main(argv=None) -> int:
                   + ", ".join(f"{s:.2f}" for s, _, _ in runs) + f"), {2 * n / secs:,.0f} lines/s; "
                   f"read {c['read']:,} = kept {c['kept']:,} + quarantined {c['quarantined']:,}, {c['blank']:,} blank, "
                   f"{len(bad):,} planted bad lines per source")
+        later, what = downstream(run)  # the full-size run's
+        print(f"hostile_ingest: after ingest, {'ran' if later else 'FAILED'}: {what}")
     small, full = a.lines // 10, a.lines
     ratio = (rows[full] / full) / (rows[small] / small)
     print(f"seconds per line at {full:,} / at {small:,}: {ratio:.2f}")
@@ -105,6 +120,7 @@ def main(argv=None) -> int:
     t.check(f"seconds per line at {full:,} / at {small:,} lines", ratio, "<=", TARGET_RATIO)
     t.check("every planted bad line dead-lettered, by line, with a reason", all(l for l, _ in ok), "==", True)
     t.check("each source's part holds its kept rows", all(p for _, p in ok), "==", True)
+    t.check("clean, model and tokenize ran on what ingest kept", later, "==", True)
     return t.finish()
 
 if __name__ == "__main__": sys.exit(main())

@@ -16,7 +16,7 @@ from .clean_text import (CALLS_SQL, DIGIT_RUN, NEEDS_NORMALIZING, PII_PATTERNS, 
 from .clean_match import near_lsh
 
 # %% auto #0
-__all__ = ['LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'IS_FIRST', 'JUDGED', 'REJECTED_TEXTS', 'FETCH_ROWS',
+__all__ = ['LENGTH_FILTERS', 'TEXT_KEY', 'NOT_KEPT', 'ROW_COLS', 'ROW_KEY', 'IS_FIRST', 'JUDGED', 'REJECTED_TEXTS', 'FETCH_ROWS',
            'FETCH_CHARS', 'VERIFY_CHARS', 'EXACT_DUPS', 'REJECTED', 'add_functions', 'connect_at', 'connect',
            'judge_per_text', 'scored_sql', 'make_scored', 'exact_dedup', 'duckdb_spilled_bytes', 'make_near_rows',
            'deduped_view', 'make_near_bands', 'make_near_pairs', 'near_decide', 'near_dedup_pass', 'make_kept',
@@ -91,7 +91,8 @@ def judge_per_text(ccfg, # the `clean` config section
 # %% ../nbs/12c_clean_passes.ipynb #tk000002
 # SQL of exact dedup's key of a row: its `text`, and a conversation's tools and turn extras (calls, reasoning) in `meta`
 TEXT_KEY = (f"(hash(text, CASE WHEN starts_with(text, '{TURN_MARK}') "
-            f"THEN json_extract_string(meta, ['$.tools', '$.turn_extras']) END)::UHUGEINT << 64) | strlen(text)::UHUGEINT")
+            f"THEN json_extract_string(meta, ['$.tools', '$.turn_extras']) END)::UHUGEINT << 64) "
+            "| strlen(text)::UHUGEINT")
 
 # %% ../nbs/12c_clean_passes.ipynb #67a734a8
 def scored_sql(ccfg, words:list[str], src:str, gate:bool=True, chunk:int=WORDS_PER_PATTERN,
@@ -133,13 +134,16 @@ def _first_copies(con, ccfg=None, words:list[str]=()):
         SELECT text_hash, kept, copies, sensitive_hits AS hits,
                {_reason_sql(ccfg, words) if ccfg else 'NULL'} AS verdict
         FROM (SELECT *, {hits} AS sensitive_hits FROM (
-                SELECT text_hash, min({{'file': file, 'line': line}}) AS kept, count(*) AS copies, {text} AS text
+                SELECT text_hash, min({{'file': file, 'line': line, 'source': source}}) AS kept, count(*) AS copies,
+                       {text} AS text
                 FROM scored WHERE reason IS NULL GROUP BY text_hash)))
         WHERE copies > 1 OR verdict IS NOT NULL  -- a text alone and kept: its row is its first copy""")
 
 NOT_KEPT = ("ingest_time",)  # when ingest read the row: it changes with each re-read, and clean's outputs would with it
 ROW_COLS = ", ".join([c for c in SCHEMA.names if c not in NOT_KEPT] + ["lang"])  # what both output files keep of a row
-IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line"  # SQL: row `s` is the first copy `f` of its text
+ROW_KEY = "{t}source || chr(31) || {t}file || ':' || {t}line"  # SQL of a row's identity, columns of table `t`
+# SQL: row `s` is the first copy `f` of its text (a row is its source, file and line: two sources may read one file)
+IS_FIRST = "f.kept.file = s.file AND f.kept.line = s.line AND f.kept.source = s.source"
 
 def exact_dedup(con, ccfg=None, words:list[str]=()):
     "Temp tables `first_copies`, `deduped` (first copies no filter rejects) and `rejected_texts` (`REJECTED_TEXTS`)."
@@ -176,10 +180,11 @@ FETCH_CHARS = 1_000_000  # ... and at most this many characters (a batch's n-gra
 def make_near_rows(con) -> int:
     "Temp table `near_rows` (rid, k, chars, batch, ...): the rows of `deduped` numbered in (file, line) order; count."
     con.execute(f"""CREATE TEMP TABLE near_rows AS
-        SELECT rid, k, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch, {ROW_COLS} FROM (
-          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, length(text) AS chars,
+        SELECT rid, k, kk, chars, rid // {FETCH_ROWS} + cum_chars // {FETCH_CHARS} AS batch, {ROW_COLS} FROM (
+          SELECT row_number() OVER w - 1 AS rid, file || ':' || line AS k, {ROW_KEY.format(t="")} AS kk,
+                 length(text) AS chars,
                  sum(length(text)) OVER w AS cum_chars, {ROW_COLS}
-          FROM deduped WINDOW w AS (ORDER BY file, line)) ORDER BY rid""")
+          FROM deduped WINDOW w AS (ORDER BY file, line, source)) ORDER BY rid""")
     con.execute("DROP TABLE deduped")
     deduped_view(con)
     return con.execute("SELECT count(*) FROM near_rows").fetchall()[0][0]
@@ -266,7 +271,7 @@ def _near_dups(con, n:int) -> int:
     "Temp table `near_dups` (k, dup_of) by the keep-first rule over `near_pairs`; its row count."
     dups = np.array(list(keep_first(_sorted_pairs(con), n)), np.uint64).reshape(-1, 2)
     con.register("_dups", {"j": dups[:, 0], "i": dups[:, 1]})
-    con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.k, b.k AS dup_of FROM _dups d
+    con.execute("""CREATE TEMP TABLE near_dups AS SELECT a.kk, a.k, b.k AS dup_of FROM _dups d
                    JOIN near_rows a ON a.rid = d.j JOIN near_rows b ON b.rid = d.i""")
     con.unregister("_dups")
     return len(dups)
@@ -283,7 +288,7 @@ def near_decide(con, ccfg, cands:int|None=None) -> dict:
 def near_dedup_pass(con, ccfg, seed:int) -> dict:
     "The temp table `near_dups` (k, dup_of: `file:line` each) of the near duplicates; the pass's counts."
     if not ccfg.near_dedup:
-        con.execute("CREATE TEMP TABLE near_dups (k VARCHAR, dup_of VARCHAR)")
+        con.execute("CREATE TEMP TABLE near_dups (kk VARCHAR, k VARCHAR, dup_of VARCHAR)")
         return dict(on=False)
     make_near_rows(con)
     make_near_bands(con, ccfg, seed)
@@ -295,7 +300,7 @@ def near_dedup_pass(con, ccfg, seed:int) -> dict:
 def make_kept(con):
     "Temp table `kept`: the kept rows (those of `deduped` not near duplicates), in no particular order."
     con.execute(f"""CREATE OR REPLACE TEMP TABLE kept AS SELECT {ROW_COLS} FROM deduped d
-                    ANTI JOIN near_dups n ON n.k = d.file || ':' || d.line""")
+                    ANTI JOIN near_dups n ON n.kk = {ROW_KEY.format(t="d.")}""")
 
 def write_kept(con, path:Path):
     "The rows of `kept`, sorted by (file, line), to the Parquet file `path`."
@@ -309,7 +314,7 @@ REJECTED = f"""(SELECT *, NULL::VARCHAR AS dup_of FROM rejected_texts
                 UNION ALL {EXACT_DUPS}
                 UNION ALL
                 SELECT {ROW_COLS}, 'near_dup' AS reason, n.dup_of
-                FROM deduped d JOIN near_dups n ON n.k = d.file || ':' || d.line)"""  # SQL of the rejected rows
+                FROM deduped d JOIN near_dups n ON n.kk = {ROW_KEY.format(t="d.")})"""  # SQL of the rejected rows
 
 def write_rejected(con, path:Path):
     "Every rejected row with `reason` and `dup_of` (exact duplicates without their text) to the Parquet file `path`."

@@ -357,7 +357,10 @@ def check_paths(cfg:Config) -> None:
         if not files: errs.append(f"ingest.sources[{i}].path: no file matches {src.path!r}")
         elif e := _text_field_error(i, src, files): errs.append(e)
     m = cfg.model.name_or_path
-    if m != "tiny" and _looks_local(m) and not (Path(m).expanduser()/"config.json").exists():
+    if m.lower().endswith(".gguf"):  # a GGUF file: missing, or one transformers' GGUF loader cannot read
+        from llm_nb.model import gguf_source_error
+        if e := gguf_source_error(m): errs.append(e)
+    elif m != "tiny" and _looks_local(m) and not (Path(m).expanduser()/"config.json").exists():
         errs.append(f"model.name_or_path: {m!r} is not a model folder (no config.json)")
     w = cfg.clean.sensitive_words_file
     if w and "{run}" not in w and not Path(w).expanduser().exists():

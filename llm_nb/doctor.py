@@ -14,17 +14,19 @@ from .env import env_report, nvml_devices, recommend
 from .run import Run, RunError, run_folder
 from .pipeline import STAGES
 from .lineage import changed_files, code_sha256, dvc, reached_code, stages_recorded
-from .model import load_tokenizer
+from .model import (GGUF_ARCH_RENAMES, GGUF_LOAD_ERRORS, gguf_problems, gguf_tokenizer, load_tokenizer,
+                          read_gguf)
 from .artifacts import base_model_path
-from .chat import end_of_turn
+from .chat import end_of_turn, shipped_template, unbind
 from .serve import (LLAMA_REASONING_FORMAT, VLLM_PARSER_TABLES, parser_flags, served_parsers, vllm_package,
                           vllm_parser_names)
 from .families import FAMILIES, converter_archs, family_of, missing_targets, template_source
 
 # %% auto #0
-__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos', 'gpu_facts',
-           'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk', 'check_memory',
-           'check_ports', 'check_server', 'check_config', 'check_parsers', 'check_model', 'doctor']
+__all__ = ['MIN_FREE_GIB', 'COPIES', 'Verdict', 'guarded', 'run_of', 'check_data', 'check_dvc', 'check_lfs', 'check_eos',
+           'gpu_facts', 'check_torch_cuda', 'check_precision', 'check_gpu_visibility', 'check_nccl', 'check_disk',
+           'check_memory', 'check_ports', 'check_server', 'check_config', 'check_parsers', 'check_model', 'check_gguf',
+           'doctor']
 
 # %% ../nbs/91_doctor.ipynb #dr000007
 @dataclass
@@ -38,6 +40,21 @@ class Verdict:
     def __str__(self):
         head = f"[{self.status if self.status != 'fail' else 'FAIL'}]".ljust(7) + f"{self.check}: {self.found}"
         return head + (f"\n       fix: {self.fix}" if self.fix and self.status in ("warn", "fail") else "")
+
+# %% ../nbs/91_doctor.ipynb #dg000002
+def guarded(check:str, # the check's name, for its line
+            where, # the file or folder it reads, named in the line
+            f, # the check: returns a `Verdict` or a list of them
+            *args # for `f`
+           ) -> list[Verdict]:
+    """`f(*args)`'s verdicts; an exception it raises, one `[FAIL]` line naming `where` and the error (the traceback
+    only with LLM_NB_DEBUG=1)."""
+    try: v = f(*args)
+    except Exception as e:
+        if os.environ.get("LLM_NB_DEBUG") == "1": raise
+        return [Verdict(check, "fail", f"{where}: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}",
+                        "fix what it names (LLM_NB_DEBUG=1 llm_nb doctor ... shows the traceback)")]
+    return v if isinstance(v, list) else [v]
 
 # %% ../nbs/91_doctor.ipynb #dr000010
 def run_of(cfg:Config, # the config whose run folder is checked
@@ -332,63 +349,165 @@ def check_parsers(template:str|None # the model's chat template
                    (f"; vLLM's registries lack {', '.join(unknown)}" if unknown else ""),
                    "install the vLLM llm_nb pins")
 
+def _family(arch:str, # the model's class
+            template:str|None # its chat template
+           ) -> tuple[str|None, Verdict]:
+    "(its family or None, the family's verdict: a family of its class whose template it does not have is said so)."
+    fam = family_of(arch, template)
+    own = fam and template and unbind(template)[1] != shipped_template(FAMILIES[fam].template)
+    return fam, Verdict("family", "ok" if fam else "warn", f"{fam}'s class ({arch}), with a template of its own" if own
+                        else f"{fam} ({arch})" if fam else f"{arch}: none of {', '.join(FAMILIES)}",
+                        "LoRA targets, template and stop tokens are yours to check: set lora.target_modules and "
+                        "tokenize.chat_template")
+
+def _end_of_turn(tok, # the tokenizer, with its chat template
+                 stops:list[int], # the ids generation ends at
+                 stops_are:str, # what they are, for the line
+                 fix:str # how the id gets among them
+                ) -> Verdict:
+    "The token that closes an answer in the template, and whether generation ends there."
+    try: eot = end_of_turn(tok, tok.chat_template)
+    except ConfigError as e: return Verdict("end of turn", "fail", str(e), "pick the template of the model's family")
+    return Verdict("end of turn", "ok" if eot in stops else "warn", f"{tok.convert_ids_to_tokens(eot)} = {eot}"
+                   + ("" if eot in stops else f", not in {stops_are} {stops}"), fix)
+
+def _template_checks(where:Path, # the model's file or folder
+                     template:str|None, # its chat template
+                     tok, # its tokenizer (None: the end of turn is not checked)
+                     stops:list[int], # the ids generation ends at
+                     stops_are:str, # what they are
+                     fix:str # how the end of turn gets among them
+                    ) -> list[Verdict]:
+    "The template and its source, the end of turn against `stops`, the servers' parsers: each guarded."
+    src = template_source(template)
+    out = [Verdict("template", "ok" if template else "warn",
+                   (f"its own, llama.cpp's models/templates/{src}" if src else "its own, not one llama.cpp ships")
+                   if template else "none", "set tokenize.chat_template (chatml or a family's)")]
+    if template and tok is None: out.append(Verdict("end of turn", "skip", "its tokenizer does not load (above)"))
+    elif template: out += guarded("end of turn", where, _end_of_turn, tok, stops, stops_are, fix)
+    return out + guarded("parsers", where, check_parsers, template)
+
+# %% ../nbs/91_doctor.ipynb #dm000004
+def _converter_verdict(arch:str) -> Verdict:
+    "llama.cpp's converter takes the class (the export stage's GGUF)."
+    takes = arch in converter_archs()
+    return Verdict("gguf", "ok" if takes else "fail", f"llama.cpp's converter {'takes' if takes else 'has no'} {arch}",
+                   "serve it with vLLM (serve.model: merged) instead of a GGUF")
+
+def _vllm_verdict(arch:str, # the model's class
+                  serves:str="" # what vLLM serves, for the line
+                 ) -> Verdict:
+    "vLLM's registry names the class."
+    vllm = _vllm_archs()
+    return Verdict("vllm", "skip" if vllm is None else "ok" if arch in vllm else "fail",
+                   "vLLM is not installed" if vllm is None
+                   else f"vLLM's registry {'names' if arch in vllm else 'lacks'} {arch}{serves}",
+                   "serve the GGUF with llama-server")
+
+def _preset_verdict(folder:Path, fam:str) -> Verdict:
+    "The family's LoRA preset names layers the model (built on `meta` from its config) has."
+    from transformers import AutoConfig, AutoModelForCausalLM
+    import torch
+    with torch.device("meta"): model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
+    miss = missing_targets(model, FAMILIES[fam].lora)
+    return Verdict("preset", "fail" if miss else "ok", f"lora.target_modules: [{', '.join(FAMILIES[fam].lora)}]" +
+                   (f"; no layer named {', '.join(miss)}" if miss else ""),
+                   "set lora.target_modules to layers the model has")
+
+def _check_folder(folder:Path) -> list[Verdict]:
+    "`check_model`'s checks, each guarded."
+    from transformers import AutoTokenizer
+    arch = (json.loads((folder/"config.json").read_text()).get("architectures") or ["?"])[0]
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    fam, family = _family(arch, tok.chat_template)
+    out = [family] + (guarded("preset", folder, _preset_verdict, folder, fam) if fam else [])
+    out += _template_checks(folder, tok.chat_template, tok, _eos_ids(folder) or [],
+                            "generation_config's eos_token_id",
+                            "the export stage adds it to the merged model's generation config (chat_stops)")
+    return out + guarded("gguf", folder, _converter_verdict, arch) + guarded("vllm", folder, _vllm_verdict, arch)
+
 def check_model(folder:Path # a model folder: config.json and a tokenizer
                ) -> list[Verdict]:
     """What the stages will meet in a model folder: family and preset, template and its source, end of turn, parsers,
-    GGUF, vLLM."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    import torch
-    conf = json.loads((Path(folder)/"config.json").read_text())
-    arch = (conf.get("architectures") or ["?"])[0]
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    fam = family_of(arch, tok.chat_template)
-    out = [Verdict("family", "ok" if fam else "warn",
-                   f"{fam} ({arch})" if fam else f"{arch}: none of {', '.join(FAMILIES)}",
-                   "LoRA targets, template and stop tokens are yours to check: "
-                   "set lora.target_modules and tokenize.chat_template")]
-    with torch.device("meta"): model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(folder)))
-    if fam:
-        miss = missing_targets(model, FAMILIES[fam].lora)
-        out.append(Verdict("preset", "fail" if miss else "ok",
-                           f"lora.target_modules: [{', '.join(FAMILIES[fam].lora)}]" +
-                           (f"; no layer named {', '.join(miss)}" if miss else ""),
-                           "set lora.target_modules to layers the model has"))
-    src = template_source(tok.chat_template)
-    out.append(Verdict("template", "ok" if tok.chat_template else "warn",
-                       (f"its own, llama.cpp's models/templates/{src}" if src else "its own, not one llama.cpp ships")
-                       if tok.chat_template else "none", "set tokenize.chat_template (chatml or a family's)"))
-    if tok.chat_template:
-        try:
-            eot = end_of_turn(tok, tok.chat_template)
-            stops = (_eos_ids(Path(folder)) or [])
-            out.append(Verdict("end of turn", "ok" if eot in stops else "warn",
-                               f"{tok.convert_ids_to_tokens(eot)} = {eot}"
-                               + ("" if eot in stops else f", not in generation_config's eos_token_id {stops}"),
-                               "the export stage adds it to the merged model's generation config (chat_stops)"))
-        except ConfigError as e:
-            out.append(Verdict("end of turn", "fail", str(e), "pick the template of the model's family"))
-    out.append(check_parsers(tok.chat_template))
-    out.append(Verdict("gguf", "ok" if arch in converter_archs() else "fail",
-                       f"llama.cpp's converter {'takes' if arch in converter_archs() else 'has no'} {arch}",
-                       "serve it with vLLM (serve.model: merged) instead of a GGUF"))
-    vllm = _vllm_archs()
-    out.append(Verdict("vllm", "skip" if vllm is None else "ok" if arch in vllm else "fail",
-                       "vLLM is not installed" if vllm is None
-                       else f"vLLM's registry {'names' if arch in vllm else 'lacks'} {arch}",
-                       "serve the GGUF with llama-server"))
-    return out
+    GGUF, vLLM. A check that raises is a `[FAIL]` line naming the folder (`guarded`)."""
+    return guarded("model", folder, _check_folder, Path(folder))
+
+# %% ../nbs/91_doctor.ipynb #dg000005
+def _gguf_class(arch:str # a GGUF's general.architecture
+               ) -> str|None:
+    "The transformers class the GGUF loader makes of a llama.cpp architecture (LlamaForCausalLM for llama), or None."
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(GGUF_ARCH_RENAMES.get(arch, arch))
+
+def _llama_cpp_stops(file:Path) -> list[int]:
+    "The ids llama.cpp ends generation at for the GGUF `file` (what llama-server stops at), read from its vocabulary."
+    import llama_cpp
+    llm = llama_cpp.Llama(str(file), vocab_only=True, verbose=False)
+    try:
+        v = llama_cpp.llama_model_get_vocab(llm.model)
+        return [i for i in range(llama_cpp.llama_vocab_n_tokens(v)) if llama_cpp.llama_vocab_is_eog(v, i)]
+    finally: llm.close()
+
+def _quant_verdict(file:Path, facts:dict) -> Verdict:
+    "The file's quantization and tensor types; a fail naming each reason transformers' GGUF loader cannot read it."
+    types = ", ".join(f"{n} {t}" for t, n in facts["tensor_types"].items())
+    if problems := gguf_problems(file, facts):
+        return Verdict("quant", "fail", "; ".join(problems), "a GGUF of a type and architecture the loader reads")
+    return Verdict("quant", "ok", f"{facts['file_type']} ({types} tensors): transformers' GGUF loader reads it; the "
+                   "model stage dequantizes it once (fp32), and every comparison is against that base")
+
+def _check_gguf(file:Path) -> list[Verdict]:
+    "`check_gguf`'s checks, each guarded."
+    facts = read_gguf(file)
+    quant, arch = _quant_verdict(file, facts), facts["architecture"]
+    cls = _gguf_class(arch) or arch
+    fam, family = _family(cls, facts["chat_template"])
+    eos = Verdict("eos", "ok" if facts["eos_token"] else "warn",
+                  f"{facts['eos_token']} = {facts['eos_token_id']}" if facts["eos_token"] else "the file names none",
+                  "set tokenize.chat_template to one that ends answers in a token the model knows")
+    try: stops, serve = _llama_cpp_stops(file), None
+    except ValueError as e:  # llama_cpp: "Failed to load model from file"
+        stops, serve = [], Verdict("serve", "fail", f"{file}: llama.cpp cannot read it: {e}",
+                                   "a GGUF written by llama.cpp's converter of this version or older")
+    serve = serve or Verdict("serve", "ok", f"llama-server serves {file.name} as it is, ending generation at "
+                             f"{stops}; vLLM and the later stages take the model stage's dequantized folder")
+    tok, out = None, [quant, family, eos]
+    if quant.status == "ok":
+        try: tok = gguf_tokenizer(file, facts["control_tokens"])
+        except GGUF_LOAD_ERRORS as e:
+            out.append(Verdict("tokenizer", "fail", f"{file}: transformers' GGUF tokenizer: {type(e).__name__}: {e}",
+                               "start from the model's transformers folder"))
+    out += _template_checks(file, facts["chat_template"], tok, stops, "llama.cpp's end-of-generation ids",
+                            "llama-server ends at the ids its vocabulary marks; the model stage writes the template's "
+                            "stops into the dequantized folder's generation config")
+    return out + [serve] + guarded("gguf", file, _converter_verdict, cls) + guarded(
+        "vllm", file, _vllm_verdict, cls, " (it serves the model stage's dequantized folder)")
+
+def check_gguf(file:Path # a GGUF file
+              ) -> list[Verdict]:
+    """What a GGUF file is and what takes it: quantization (and whether transformers' loader reads it), family, EOS,
+    template, end of turn, parsers, llama-server, the export's converter, vLLM. A check that raises is a `[FAIL]` line
+    naming the file (`guarded`)."""
+    return guarded("gguf", file, _check_gguf, Path(file))
 
 # %% ../nbs/91_doctor.ipynb #dr000043
-def doctor(path:Path|None=None # the YAML config (None: the demo config), or a model folder
+def doctor(path:Path|None=None # the YAML config (None: the demo config), a model folder, or a GGUF file
           ) -> list[Verdict]:
-    "Every check of the checklist, in order; for a model folder, `check_model`'s."
+    """Every check of the checklist, in order, each `guarded` (an exception is a `[FAIL]` line naming the file); for a
+    model folder `check_model`'s, for a GGUF file `check_gguf`'s."""
+    if path is not None and Path(path).suffix.lower() == ".gguf": return check_gguf(path)
     if path is not None and Path(path).is_dir(): return check_model(path)
-    verdict, cfg = check_config(path)
+    where = path or demo_config_path()
+    got = guarded("config", where, lambda: [check_config(path)])[0]
+    verdict, cfg = got if isinstance(got, tuple) else (got, None)
     rep, facts = env_report(), gpu_facts()
-    torch_check = check_torch_cuda(rep, facts)
-    if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), torch_check,
+    torch_check = guarded("torch", where, check_torch_cuda, rep, facts)
+    if cfg is None: return [Verdict("data", "skip", "the config does not load: its checks are left out"), *torch_check,
                             verdict]
-    nccl = check_nccl(cfg, dict(os.environ), set(psutil.net_if_addrs()))
-    return [check_data(cfg), check_dvc(path), check_lfs(path, cfg), check_eos(cfg), torch_check,
-            check_precision(rep, cfg), check_gpu_visibility(rep, facts, cfg), nccl, check_disk(cfg),
-            check_memory(cfg), check_ports(cfg), check_server(cfg), verdict]
+    checks = [("data", check_data, cfg), ("dvc", check_dvc, path), ("lfs", check_lfs, path, cfg),
+              ("eos", check_eos, cfg)]
+    later = [("precision", check_precision, rep, cfg), ("gpus", check_gpu_visibility, rep, facts, cfg),
+             ("nccl", check_nccl, cfg, dict(os.environ), set(psutil.net_if_addrs())), ("disk", check_disk, cfg),
+             ("memory", check_memory, cfg), ("ports", check_ports, cfg), ("server", check_server, cfg)]
+    run = lambda cs: [v for name, f, *args in cs for v in guarded(name, where, f, *args)]
+    return run(checks) + torch_check + run(later) + [verdict]

@@ -4,14 +4,14 @@
 
 # %% ../nbs/10_ingest.ipynb #192668e8
 from __future__ import annotations
-import csv, glob, hashlib, json, os, random, time, datetime as dt
+import csv, glob, hashlib, json, os, random, re, time, datetime as dt
 from pathlib import Path
 from typing import Callable, NamedTuple
 import httpx
 import pyarrow as pa, pyarrow.parquet as pq
 from .config import FIELD_FORMATS, Config, IngestCfg, SourceCfg
 from .config_data import IngestLimits
-from .run import Run, Stage
+from .run import Run, Stage, refuse_empty, shown_path
 from .records import (LIMITS, SCHEMA, Event, check_text, decode_turns, escaped, holdable, json_error, meta_json,
                             nests_deeper, shape_of, take_record, text_chunks, too_deep, unholdable)
 from .documents import document_events
@@ -474,6 +474,20 @@ def _summary(total:dict) -> str:
             f" -> {'OK' if total['invariant_ok'] else 'VIOLATED'} ({total['blank']} blank lines, "
             f"{total['skipped_unchanged']} of {total['files']} files unchanged and skipped{dead}{failed})")
 
+# %% ../nbs/10_ingest.ipynb #ie000002
+def _rows_in(parts:Path) -> int:
+    "The records in the Parquet parts of `parts` (their footers read, not their rows)."
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in parts.glob("*.parquet"))
+
+def _dead_reasons(path:Path, # ingest/dead_letter.jsonl
+                  files:int # the files the sources matched
+                 ) -> dict:
+    "{reason, its numbers as N: dead letters}, or why there were none (no file matched)."
+    if not files: return {"no file matches the sources' paths": 0}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    reasons = [re.sub(r"\d[\d,]*", "N", json.loads(l).get("reason", "?"))[:80] for l in lines if l.strip()]
+    return {r: reasons.count(r) for r in dict.fromkeys(reasons)}
+
 # %% ../nbs/10_ingest.ipynb #3f34b765
 INGEST = Stage("ingest", writes=("ingest/parts", "ingest/dead_letter.jsonl", "ingest/dead", "ingest/state"),
                named=lambda cfg: [s.path for s in cfg.ingest.sources if s.kind == "files"], watch=source_files)
@@ -482,7 +496,7 @@ INGEST = Stage("ingest", writes=("ingest/parts", "ingest/dead_letter.jsonl", "in
 def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to read
                run:Run # the run whose `ingest/` folder is written
               ) -> dict:
-    "Read every source into ingest/parts/*.parquet + ingest/dead_letter.jsonl; print and check the invariant."
+    "Read every source into ingest/parts/*.parquet + ingest/dead_letter.jsonl; check the invariant, stop if empty."
     out = run.stage_dir("ingest")
     for sub in SUBDIRS: (out/sub).mkdir(exist_ok=True)
     total = dict(files=0, skipped_unchanged=0, **dict.fromkeys(COUNTS, 0))
@@ -500,5 +514,8 @@ def run_ingest(cfg:Config, # the run's config; its `ingest` section says what to
     print(_summary(total))
     _print_notes(notes)
     if not total["invariant_ok"]: raise RuntimeError(f"ingest lost records: {total}")
+    if not _rows_in(out/"parts"):
+        refuse_empty("ingest", total["read"], _dead_reasons(out/"dead_letter.jsonl", total["files"]),
+                     shown_path(out/"dead_letter.jsonl"))
     run.record("ingest", inputs=inputs, outputs=[out/"parts", out/"dead_letter.jsonl"], counts=total)
     return total

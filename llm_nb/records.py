@@ -164,6 +164,7 @@ def _unjson(obj:dict, key:str, limits:IngestLimits=LIMITS) -> dict:
     except NotJson as e:
         raise BadRecord(f"field '{key}' is str, not a list (nor a list written as JSON: {e})") from None
 
+# %% ../nbs/07_records.ipynb #rt58cd0a
 @lru_cache(maxsize=1024)
 def _re2(pattern:str):
     "`pattern` compiled by RE2 (quietly: RE2 logs a pattern it refuses); a `SchemaError` naming one it cannot run."
@@ -200,7 +201,8 @@ def _additional_properties(validator, extra, instance, schema):
     if validator.is_type(extra, "object"):
         for k in extras: yield from validator.descend(instance[k], extra, path=k)
     elif extra is False and extras:
-        yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} unexpected)")
+        names = ", ".join(map(repr, sorted(extras)))
+        yield ValidationError(f"Additional properties are not allowed ({names} unexpected)")
 
 def _regexes(s) -> list[str]:
     "The regexes of a schema: every `pattern` string and every key of a `patternProperties`, at any depth."
@@ -212,6 +214,7 @@ def _regexes(s) -> list[str]:
 RE2_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
                 "additionalProperties": _additional_properties}  # the keywords that run a schema's regexes
 
+# %% ../nbs/07_records.ipynb #rt58cd0b
 @lru_cache(maxsize=1024)
 def _validator(schema:str):
     "A validator for the JSON text `schema`, of the draft its `$schema` names (default the latest), regexes on RE2."

@@ -2,7 +2,7 @@
 with one fixed instruction, as OpenAI `messages` records, against held-out questions asked the same way. The shared
 instruction is a template, not contamination: every honest record is kept and planted copies of held-out questions
 are still caught. A held-out set too small for the template rule stops the stage naming the n-gram it matched, and a
-clean that keeps nothing stops with its reasons before the next stage runs (issue #69)."""
+clean (or an ingest) that keeps nothing stops with its reasons before the next stage runs (issue #69)."""
 import csv, json
 from pathlib import Path
 import pyarrow.parquet as pq, pytest
@@ -80,3 +80,11 @@ def test_a_clean_that_keeps_nothing_stops_before_the_next_stage(tmp_path):
     run = Run.create(cfg)
     assert (run.dir/"clean"/"stats.json").exists() and not (run.dir/"model").exists()
     assert "clean" not in run.recorded_stages()  # not recorded as done: the next run runs it again
+
+def test_an_ingest_that_keeps_nothing_stops_with_its_reasons(tmp_path):
+    bad = tmp_path/"broken.jsonl"
+    bad.write_text('{"text": \n{"text": "ok"\n')
+    cfg = demo_config(**{"run.root": str(tmp_path/"runs"), "synth.n_records": 0,
+                         "ingest.sources": [{"name": "broken", "path": str(bad)}]})
+    with pytest.raises(StageRefused, match=r"stage ingest kept no record of 2 \(invalid json: .* 1, invalid json: .*\); .*dead_letter.jsonl"):
+        run_pipeline(cfg, stages=["ingest", "clean"], seeds=[])

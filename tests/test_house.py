@@ -13,6 +13,8 @@ from run_nbs import stated_seconds  # the map's time, as the notebook runner rea
 MODULES = {p.stem: p for p in (ROOT/"llm_nb").glob("*.py") if p.stem not in ("__init__", "_modidx")}
 CLI_LAZY = "each subcommand imports what it uses: `llm_nb check`, `env`, `lineage` and `--help` start without torch"
 LAZY = {("testing", "pipeline"): "run_until needs the stage order, and the pipeline imports every stage",
+        ("config", "model"): "check_paths reads a GGUF base's header with the model stage's reader, only when "
+                             "model.name_or_path is a .gguf file: `llm_nb check` of any other config starts without torch",
         **{("cli", m): CLI_LAZY for m in ("doctor", "family_matrix", "load_test", "launch", "model", "monitor", "pipeline", "serve")}}
 
 def own_imports(path:Path) -> list[tuple[str, list[str], bool]]:

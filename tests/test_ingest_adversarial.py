@@ -249,6 +249,21 @@ def test_one_file_under_two_sources_is_read_by_each(tmp_path, capsys):
     again = run_ingest(run.cfg, run)  # unchanged: both skipped, the counts the same
     assert (again["skipped_unchanged"], again["sources"]) == (2, c["sources"])
 
+@pytest.mark.parametrize("near", [True, False])
+def test_one_file_under_two_sources_cleans_with_counts_that_add_up(tmp_path, near):
+    "Rows of one file read by two sources share file and line: clean tells them apart by source (it lost rows)."
+    d = tmp_path/"in"
+    d.mkdir()
+    texts = ["这个台灯做工很好，灯光柔和，下次还会回购。", "物流太慢了，等了一个星期才到，包装也破了。",
+             "这个台灯做工很好，灯光柔和，下次还会回购。", "衣服的颜色和图片上的一样，穿着很舒服，推荐。"]
+    (d/"a.jsonl").write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts))
+    _, run, _ = ingest_dir(tmp_path, [{"name": "one", "path": str(d/"a.jsonl")}, {"name": "two", "path": str(d/"a.jsonl")}],
+                           **{"clean.near_dedup": near})
+    res = run_clean(run.cfg, run)  # before: RuntimeError "clean lost rows"
+    assert (res["rows_in"], res["rows_out"], res["rejected"], res["invariant_ok"]) == (8, 3, {"exact_dup": 5}, True)
+    kept = pq.read_table(run.dir/"clean"/"clean.parquet").to_pylist()
+    assert sorted((r["source"], r["line"]) for r in kept) == [("one", 1), ("one", 2), ("one", 4)]
+
 def test_one_file_twice_in_one_source_is_read_once_and_said(tmp_path, capsys):
     "Two links to one file in one source's glob: read once, counted once, and said (printed and in the manifest)."
     real, d = tmp_path/"real", tmp_path/"in"
