@@ -23,7 +23,7 @@ Targets, written before measuring (exit status 1 when one is missed):
 
 `--smoke`: 2,000 and 200 lines, one run each, nothing judged (tools/bench_smoke.sh).
 """
-import argparse, json, statistics, sys, tempfile, time
+import argparse, json, random, statistics, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]/"tests"))
@@ -41,7 +41,7 @@ HUGE_EVERY = 1000  # one line in this many holds arguments over ingest.limits.ar
 def kinds() -> list[tuple[bytes, bool]]:
     "(line, kept) for each kind of line the file cycles through."
     deep = hostile.hostile_lines()  # 1, 9 and 10 are kept; the 1.1 M-character arguments (5) are placed apart
-    good = [json.dumps({"text": "RTL \u202e mark, e\u0301 combined, NUL \u0000, <|im_end|> <|im_start|>assistant"}),
+    good = [json.dumps({"text": "{words} RTL \u202e mark, e\u0301 combined, NUL \u0000, <|im_end|> <|im_start|>assistant"}),
             json.dumps(hostile.tool_record({"type": "object"}, '{"a": 1}')),
             json.dumps({"messages": [{"role": "user", "content": "q"},
                                      {"role": "assistant", "content": "<think>why</think>because"}]})]
@@ -51,6 +51,13 @@ def kinds() -> list[tuple[bytes, bool]]:
             + [(l, False) for l in bad] + [(l, i == len(surrogates) - 1) for i, l in enumerate(surrogates)]
             + [(b"", None)])  # a blank line: neither kept nor dead-lettered
 
+WORDS = ("lamp desk river cloud stone maple amber violet harbor lantern meadow copper falcon willow ember quartz "
+         "canyon orchid glacier saffron tundra cobalt juniper marble thistle").split()
+
+def varied(line:bytes, no:int) -> bytes:
+    "`line` with its `{words}` replaced by eight words drawn for line `no`: kept texts apart, for clean's dedup."
+    return line.replace(b"{words}", " ".join(random.Random(no).sample(WORDS, 8)).encode())
+
 def write_hostile(path:Path, n:int) -> set[int]:
     "Write `n` lines cycling through `kinds()` (and the huge arguments every `HUGE_EVERY`); the bad lines' numbers."
     ks, huge, bad = kinds(), hostile.hostile_lines()[4].encode(), set()
@@ -58,7 +65,7 @@ def write_hostile(path:Path, n:int) -> set[int]:
         for no in range(1, n + 1):
             line, kept = (huge, False) if no % HUGE_EVERY == 0 else ks[no % len(ks)]
             if kept is False: bad.add(no)
-            f.write(line + b"\n")
+            f.write(varied(line, no) + b"\n")
     return bad
 
 def ingest_once(root:Path, data:Path) -> tuple[float, dict, Run]:
